@@ -1,0 +1,313 @@
+//! The model on its device: tokenize, pack batches by a token budget, run BERT, pool, normalise.
+
+use std::path::PathBuf;
+
+use candle_core::{DType, Device, IndexOp, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use tokenizers::{Encoding, Tokenizer, TruncationParams};
+
+use crate::model::{ModelFiles, ModelTraits, Pooling, read_json};
+use crate::{DeviceChoice, EmbedError, Result};
+
+/// How to run the model. Defaults: `auto` device, batches of at most 16,384 padded tokens and
+/// 64 texts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbedOptions {
+    /// Where to run.
+    pub device: DeviceChoice,
+    /// Upper bound on padded tokens (batch size × longest sequence) in one forward pass.
+    pub batch_tokens: usize,
+    /// Upper bound on texts in one forward pass.
+    pub batch_size: usize,
+    /// Overrides the model's query instruction (`Some("")` removes it).
+    pub query_prefix: Option<String>,
+}
+
+impl Default for EmbedOptions {
+    fn default() -> Self {
+        Self { device: DeviceChoice::Auto, batch_tokens: 16_384, batch_size: 64, query_prefix: None }
+    }
+}
+
+/// What an embedder is, as an index records it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ModelInfo {
+    /// Hub id (or the name given for unknown models).
+    pub id: String,
+    /// Vector length.
+    pub dimension: usize,
+    /// How token vectors are pooled.
+    pub pooling: Pooling,
+    /// Inputs are truncated at this many tokens, special tokens included.
+    pub max_tokens: usize,
+    /// Prepended to queries, never to passages.
+    pub query_prefix: String,
+}
+
+/// Progress of a long embedding run, reported after each batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EmbedProgress {
+    /// Texts embedded so far.
+    pub done: usize,
+    /// Texts in this run.
+    pub total: usize,
+    /// Real (unpadded) tokens embedded so far.
+    pub tokens: usize,
+}
+
+/// Unit-length embeddings, one row per input text, in input order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Embeddings {
+    /// Vector length.
+    pub dimension: usize,
+    /// Rows laid end to end: row `i` is `data[i * dimension..(i + 1) * dimension]`.
+    pub data: Vec<f32>,
+    /// Tokens each text became, special tokens included, after truncation.
+    pub token_counts: Vec<usize>,
+    /// How many texts were longer than the model's limit and were truncated.
+    pub truncated: usize,
+}
+
+impl Embeddings {
+    /// Row `i`.
+    #[must_use]
+    pub fn row(&self, i: usize) -> &[f32] {
+        &self.data[i * self.dimension..(i + 1) * self.dimension]
+    }
+
+    /// Number of rows.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.token_counts.len()
+    }
+
+    /// True when there are no rows.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.token_counts.is_empty()
+    }
+}
+
+/// A BERT-family sentence-embedding model, loaded on a device.
+pub struct Embedder {
+    model: BertModel,
+    tokenizer: Tokenizer,
+    device: Device,
+    info: ModelInfo,
+    dir: PathBuf,
+    pad_id: u32,
+    batch_tokens: usize,
+    batch_size: usize,
+}
+
+impl std::fmt::Debug for Embedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Embedder").field("info", &self.info).field("dir", &self.dir).finish()
+    }
+}
+
+impl Embedder {
+    /// Loads the model from its folder onto the chosen device (f16 on GPU, f32 on CPU).
+    pub fn load(files: &ModelFiles, options: &EmbedOptions) -> Result<Self> {
+        let dir = files.dir.clone();
+        let device = options.device.open()?;
+        let config: BertConfig = read_json(&dir.join("config.json"))?;
+        let mut traits = ModelTraits::read(files, config.max_position_embeddings)?;
+        if let Some(prefix) = &options.query_prefix {
+            traits.query_prefix.clone_from(prefix);
+        }
+        let tokenizer = load_tokenizer(&dir, traits.max_tokens)?;
+        let pad_id = tokenizer
+            .get_padding()
+            .map(|p| p.pad_id)
+            .or_else(|| tokenizer.token_to_id("[PAD]"))
+            .unwrap_or(config.pad_token_id as u32);
+        let dtype = if device.is_cuda() { DType::F16 } else { DType::F32 };
+        let weights = dir.join("model.safetensors");
+        let model_error = |source| EmbedError::Model { dir: dir.clone(), source };
+        // SAFETY: the weights file is mapped read-only and the mapping lives as long as the
+        // model; a file changed underneath a running process is outside what we can guard.
+        #[allow(unsafe_code)]
+        let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], dtype, &device) }
+            .map_err(model_error)?;
+        let model = BertModel::load(vb, &config).map_err(model_error)?;
+        let info = ModelInfo {
+            id: files.model_id(),
+            dimension: config.hidden_size,
+            pooling: traits.pooling,
+            max_tokens: traits.max_tokens,
+            query_prefix: traits.query_prefix,
+        };
+        Ok(Self {
+            model,
+            tokenizer,
+            device,
+            info,
+            dir,
+            pad_id,
+            batch_tokens: options.batch_tokens.max(1),
+            batch_size: options.batch_size.max(1),
+        })
+    }
+
+    /// What this model is.
+    #[must_use]
+    pub fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    /// The device the model runs on, e.g. `cpu` or `cuda:0`.
+    #[must_use]
+    pub fn device_name(&self) -> String {
+        match self.device.location() {
+            candle_core::DeviceLocation::Cpu => "cpu".to_owned(),
+            candle_core::DeviceLocation::Cuda { gpu_id } => format!("cuda:{gpu_id}"),
+            candle_core::DeviceLocation::Metal { gpu_id } => format!("metal:{gpu_id}"),
+        }
+    }
+
+    /// The model's tokenizer (truncating at the model's limit, no padding).
+    #[must_use]
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    /// Tokens in `text` without special tokens and without truncation: what a text costs in a
+    /// prompt or a context budget.
+    pub fn count_tokens(&self, text: &str) -> Result<usize> {
+        let mut encoding = self.tokenizer.encode(text, false).map_err(|e| self.tokenizer_error(&e))?;
+        let overflow = encoding.take_overflowing();
+        Ok(encoding.len() + overflow.iter().map(Encoding::len).sum::<usize>())
+    }
+
+    /// Embeds a query, with the model's query instruction prepended.
+    pub fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+        let text = format!("{}{query}", self.info.query_prefix);
+        Ok(self.embed_passages(&[text.as_str()], &mut |_| {})?.data)
+    }
+
+    /// Embeds passages as they are, reporting progress after each batch.
+    ///
+    /// Texts are sorted by length and packed so that a batch holds at most
+    /// [`EmbedOptions::batch_tokens`] padded tokens: little compute is spent on padding.
+    pub fn embed_passages(
+        &self,
+        texts: &[&str],
+        progress: &mut dyn FnMut(EmbedProgress),
+    ) -> Result<Embeddings> {
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(|e| self.tokenizer_error(&e))?;
+        let dimension = self.info.dimension;
+        let mut data = vec![0.0f32; texts.len() * dimension];
+        let token_counts: Vec<usize> = encodings.iter().map(Encoding::len).collect();
+        let truncated = encodings.iter().filter(|e| !e.get_overflowing().is_empty()).count();
+
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(token_counts[i]));
+        let mut done = 0;
+        let mut tokens = 0;
+        for batch in pack_batches(&order, &token_counts, self.batch_tokens, self.batch_size) {
+            let rows = self.forward(batch.iter().map(|&i| &encodings[i]))?;
+            for (row, &i) in rows.chunks_exact(dimension).zip(batch) {
+                data[i * dimension..(i + 1) * dimension].copy_from_slice(row);
+            }
+            done += batch.len();
+            tokens += batch.iter().map(|&i| token_counts[i]).sum::<usize>();
+            progress(EmbedProgress { done, total: texts.len(), tokens });
+        }
+        Ok(Embeddings { dimension, data, token_counts, truncated })
+    }
+
+    /// One forward pass over a batch; returns the pooled, normalised rows laid end to end.
+    fn forward<'a>(&self, batch: impl ExactSizeIterator<Item = &'a Encoding>) -> Result<Vec<f32>> {
+        let model_error = |source| EmbedError::Model { dir: self.dir.clone(), source };
+        let batch: Vec<&Encoding> = batch.collect();
+        let width = batch.iter().map(|e| e.len()).max().unwrap_or(0);
+        let mut ids = Vec::with_capacity(batch.len() * width);
+        let mut mask = Vec::with_capacity(batch.len() * width);
+        for encoding in &batch {
+            ids.extend_from_slice(encoding.get_ids());
+            ids.resize(ids.len() + width - encoding.len(), self.pad_id);
+            mask.extend(std::iter::repeat_n(1u32, encoding.len()));
+            mask.resize(mask.len() + width - encoding.len(), 0);
+        }
+        let shape = (batch.len(), width);
+        let run = || -> candle_core::Result<Vec<f32>> {
+            let ids = Tensor::from_vec(ids, shape, &self.device)?;
+            let mask = Tensor::from_vec(mask, shape, &self.device)?;
+            let token_types = ids.zeros_like()?;
+            let hidden = self.model.forward(&ids, &token_types, Some(&mask))?;
+            let pooled = match self.info.pooling {
+                Pooling::Cls => hidden.i((.., 0))?,
+                Pooling::Mean => {
+                    let mask = mask.to_dtype(hidden.dtype())?.unsqueeze(2)?;
+                    let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
+                    summed.broadcast_div(&mask.sum(1)?)?
+                }
+            }
+            .to_dtype(DType::F32)?;
+            let norms = pooled.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f32::MAX)?;
+            pooled.broadcast_div(&norms)?.flatten_all()?.to_vec1()
+        };
+        run().map_err(model_error)
+    }
+
+    fn tokenizer_error(&self, error: &tokenizers::Error) -> EmbedError {
+        EmbedError::Tokenizer { dir: self.dir.clone(), reason: error.to_string() }
+    }
+}
+
+/// Splits `order` (indices sorted longest first) into batches of at most `budget` padded tokens
+/// and `max_texts` texts. A single text longer than the budget still gets a batch of its own.
+fn pack_batches<'a>(
+    order: &'a [usize],
+    lengths: &[usize],
+    budget: usize,
+    max_texts: usize,
+) -> Vec<&'a [usize]> {
+    let mut batches = Vec::new();
+    let mut start = 0;
+    while start < order.len() {
+        // Sorted longest first, so the first text sets the batch's padded width.
+        let width = lengths[order[start]].max(1);
+        let size = (budget / width).clamp(1, max_texts);
+        let end = (start + size).min(order.len());
+        batches.push(&order[start..end]);
+        start = end;
+    }
+    batches
+}
+
+/// Loads `tokenizer.json`, replacing whatever padding and truncation it shipped with: we pad
+/// per batch ourselves, and truncate at the model's own limit.
+fn load_tokenizer(dir: &std::path::Path, max_tokens: usize) -> Result<Tokenizer> {
+    let path = dir.join("tokenizer.json");
+    let bad = |reason: String| EmbedError::BadFile { path: path.clone(), reason };
+    let mut tokenizer = Tokenizer::from_file(&path).map_err(|e| bad(e.to_string()))?;
+    tokenizer.with_padding(None);
+    tokenizer
+        .with_truncation(Some(TruncationParams { max_length: max_tokens, ..Default::default() }))
+        .map_err(|e| bad(e.to_string()))?;
+    Ok(tokenizer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_respect_the_token_budget_and_cover_every_text() {
+        let lengths = [10, 300, 5, 40, 40, 7];
+        let mut order: Vec<usize> = (0..lengths.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(lengths[i]));
+        let batches = pack_batches(&order, &lengths, 100, 64);
+        // The 300-token text alone, then 40+40 (80 padded), then 10, 7 and 5 padded to 10.
+        assert_eq!(batches, vec![&[1][..], &[3, 4][..], &[0, 5, 2][..]]);
+        let covered: usize = batches.iter().map(|b| b.len()).sum();
+        assert_eq!(covered, lengths.len());
+        assert!(pack_batches(&order, &lengths, 10_000, 2).iter().all(|b| b.len() <= 2));
+    }
+}

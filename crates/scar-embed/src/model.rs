@@ -1,0 +1,403 @@
+//! Where a model's files are, and what the model is (pooling, query prefix, length limit).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{EmbedError, Result};
+
+/// The model used when none is named.
+pub const DEFAULT_MODEL: &str = "BAAI/bge-large-en-v1.5";
+
+/// BGE's English v1.5 instruction for queries; passages get none.
+const BGE_QUERY_PREFIX: &str = "Represent this sentence for searching relevant passages: ";
+
+/// How token vectors become one sentence vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pooling {
+    /// The first (`[CLS]`) token's vector, as BGE is trained.
+    Cls,
+    /// The mean over real (unpadded) tokens, as sentence-transformers models declare.
+    Mean,
+}
+
+/// A model the tool knows by name: where to download it and how to use it.
+#[derive(Debug, Clone, Copy)]
+pub struct KnownModel {
+    /// Hugging Face repository id.
+    pub id: &'static str,
+    /// Commit pinned for downloads, so every user gets the same weights.
+    pub revision: &'static str,
+    /// Prefix added to queries (never to passages).
+    pub query_prefix: &'static str,
+}
+
+/// Models with a pinned revision and their query instruction.
+pub const KNOWN_MODELS: &[KnownModel] = &[
+    KnownModel {
+        id: "BAAI/bge-large-en-v1.5",
+        revision: "d4aa6901d3a41ba39fb536a557fa166f842b0e09",
+        query_prefix: BGE_QUERY_PREFIX,
+    },
+    KnownModel {
+        id: "BAAI/bge-base-en-v1.5",
+        revision: "a5beb1e3e68b9ab74eb54cfd186867f64f240e1a",
+        query_prefix: BGE_QUERY_PREFIX,
+    },
+    KnownModel {
+        id: "BAAI/bge-small-en-v1.5",
+        revision: "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a",
+        query_prefix: BGE_QUERY_PREFIX,
+    },
+    KnownModel {
+        id: "sentence-transformers/all-MiniLM-L6-v2",
+        revision: "1110a243fdf4706b3f48f1d95db1a4f5529b4d41",
+        query_prefix: "",
+    },
+];
+
+/// Looks a model up by its full id or by its short name (`all-MiniLM-L6-v2`).
+#[must_use]
+pub fn known_model(name: &str) -> Option<&'static KnownModel> {
+    KNOWN_MODELS
+        .iter()
+        .find(|m| m.id.eq_ignore_ascii_case(name) || short_name(m.id).eq_ignore_ascii_case(name))
+}
+
+fn short_name(id: &str) -> &str {
+    id.rsplit('/').next().unwrap_or(id)
+}
+
+/// Files every model folder must hold.
+const REQUIRED_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
+/// sentence-transformers files that, when present, say how to pool and where to truncate.
+const OPTIONAL_FILES: [&str; 3] =
+    ["modules.json", "sentence_bert_config.json", "1_Pooling/config.json"];
+
+/// A model folder on disk, with the name it was asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelFiles {
+    /// The name the model was asked for (a hub id, a short name or a folder).
+    pub name: String,
+    /// The folder holding `config.json`, `tokenizer.json` and `model.safetensors`.
+    pub dir: PathBuf,
+}
+
+impl ModelFiles {
+    /// Checks that `dir` holds the files a BERT embedding model needs.
+    pub fn from_dir(name: impl Into<String>, dir: impl Into<PathBuf>) -> Result<Self> {
+        let dir = dir.into();
+        for file in REQUIRED_FILES {
+            if !dir.join(file).is_file() {
+                return Err(EmbedError::MissingFile { dir, file });
+            }
+        }
+        Ok(Self { name: name.into(), dir })
+    }
+
+    /// The stable id recorded in indexes: the hub id for known models, else the name as given.
+    #[must_use]
+    pub fn model_id(&self) -> String {
+        known_model(&self.name).map_or_else(|| self.name.clone(), |m| m.id.to_owned())
+    }
+}
+
+/// Finds models locally and, when allowed, downloads them through hf-hub.
+///
+/// Order: an explicit folder; `models_dir/<short name>/`; the Hugging Face cache (`HF_HOME`);
+/// a download at the pinned revision (never when offline).
+#[derive(Debug, Clone)]
+pub struct ModelLocator {
+    models_dir: PathBuf,
+    hub_cache: hf_hub::Cache,
+    offline: bool,
+}
+
+impl ModelLocator {
+    /// A locator over `models_dir` and the cache `HF_HOME` names; offline when
+    /// `HF_HUB_OFFLINE` is set to anything but `0`/empty (hf-hub itself ignores that variable).
+    #[must_use]
+    pub fn from_env(models_dir: impl Into<PathBuf>) -> Self {
+        let offline = std::env::var("HF_HUB_OFFLINE").is_ok_and(|v| !v.is_empty() && v != "0");
+        Self { models_dir: models_dir.into(), hub_cache: hf_hub::Cache::from_env(), offline }
+    }
+
+    /// Replaces the Hugging Face cache folder (the one that holds `models--org--name`).
+    #[must_use]
+    pub fn with_hub_cache(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.hub_cache = hf_hub::Cache::new(dir.into());
+        self
+    }
+
+    /// Forbids (or allows) downloads.
+    #[must_use]
+    pub fn offline(mut self, offline: bool) -> Self {
+        self.offline = offline;
+        self
+    }
+
+    /// The project's model folder.
+    #[must_use]
+    pub fn models_dir(&self) -> &Path {
+        &self.models_dir
+    }
+
+    /// Finds the model on disk without touching the network.
+    pub fn find_local(&self, name: &str) -> Option<Result<ModelFiles>> {
+        let explicit = Path::new(name);
+        if explicit.is_dir() {
+            return Some(ModelFiles::from_dir(name, explicit));
+        }
+        let installed = self.models_dir.join(installed_folder(name));
+        if installed.is_dir() {
+            return Some(ModelFiles::from_dir(name, installed));
+        }
+        self.find_in_hub_cache(name).map(Ok)
+    }
+
+    /// Finds the model locally, downloading it when it is missing and downloads are allowed.
+    pub fn locate(&self, name: &str) -> Result<ModelFiles> {
+        match self.find_local(name) {
+            Some(found) => found,
+            None if self.offline => Err(self.not_found(name)),
+            None => self.download(name),
+        }
+    }
+
+    /// Downloads the model's files into the Hugging Face cache at the pinned revision
+    /// (`main` for models the tool does not know).
+    pub fn download(&self, name: &str) -> Result<ModelFiles> {
+        if self.offline {
+            return Err(self.not_found(name));
+        }
+        let (id, revision) = hub_coordinates(name);
+        let hub_error = |e: hf_hub::api::sync::ApiError| EmbedError::Download {
+            model: id.to_owned(),
+            reason: e.to_string(),
+        };
+        let api = hf_hub::api::sync::ApiBuilder::from_cache(self.hub_cache.clone())
+            .with_progress(true)
+            .build()
+            .map_err(hub_error)?;
+        let repo = api.repo(hf_hub::Repo::with_revision(
+            id.to_owned(),
+            hf_hub::RepoType::Model,
+            revision.to_owned(),
+        ));
+        let mut dir = None;
+        for file in REQUIRED_FILES {
+            let path = repo.get(file).map_err(hub_error)?;
+            dir = path.parent().map(Path::to_path_buf);
+        }
+        for file in OPTIONAL_FILES {
+            // Models without sentence-transformers metadata are still usable.
+            let _ = repo.get(file);
+        }
+        let dir = dir.ok_or_else(|| self.not_found(name))?;
+        ModelFiles::from_dir(id, dir)
+    }
+
+    fn find_in_hub_cache(&self, name: &str) -> Option<ModelFiles> {
+        let (id, revision) = hub_coordinates(name);
+        let repo = hf_hub::Repo::with_revision(
+            id.to_owned(),
+            hf_hub::RepoType::Model,
+            revision.to_owned(),
+        );
+        // A snapshot named by the commit itself (what other clients leave) or by a ref.
+        let snapshot = self.hub_cache.path().join(repo.folder_name()).join("snapshots").join(revision);
+        let dir = if snapshot.join(REQUIRED_FILES[0]).is_file() {
+            snapshot
+        } else {
+            self.hub_cache.repo(repo).get(REQUIRED_FILES[0])?.parent()?.to_path_buf()
+        };
+        ModelFiles::from_dir(id, dir).ok()
+    }
+
+    fn not_found(&self, name: &str) -> EmbedError {
+        EmbedError::ModelNotFound {
+            model: name.to_owned(),
+            searched: format!(
+                "{}, the Hugging Face cache {}{}",
+                self.models_dir.join(installed_folder(name)).display(),
+                self.hub_cache.path().display(),
+                if self.offline { " (offline)" } else { "" }
+            ),
+        }
+    }
+}
+
+/// The folder under `models/` for a name: the known model's own spelling, else the last segment.
+fn installed_folder(name: &str) -> &str {
+    short_name(known_model(name).map_or(name, |m| m.id))
+}
+
+/// The hub id and revision to fetch for a name: pinned for known models, `main` otherwise.
+fn hub_coordinates(name: &str) -> (&str, &str) {
+    known_model(name).map_or((name, "main"), |m| (m.id, m.revision))
+}
+
+/// What the model folder says about using the model.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ModelTraits {
+    pub pooling: Pooling,
+    pub max_tokens: usize,
+    pub query_prefix: String,
+}
+
+#[derive(Deserialize)]
+struct ModuleEntry {
+    #[serde(rename = "type")]
+    kind: String,
+    path: String,
+}
+
+#[derive(Deserialize)]
+struct PoolingConfig {
+    #[serde(default)]
+    pooling_mode_cls_token: bool,
+    #[serde(default)]
+    pooling_mode_mean_tokens: bool,
+}
+
+#[derive(Deserialize)]
+struct SentenceBertConfig {
+    max_seq_length: usize,
+}
+
+pub(crate) fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
+    let text = fs_err::read_to_string(path)
+        .map_err(|e| EmbedError::BadFile { path: path.to_owned(), reason: e.to_string() })?;
+    serde_json::from_str(&text)
+        .map_err(|e| EmbedError::BadFile { path: path.to_owned(), reason: e.to_string() })
+}
+
+impl ModelTraits {
+    /// Reads pooling and length from sentence-transformers metadata when present.
+    /// Without it, BERT's own convention applies: the CLS token, and the position limit.
+    pub(crate) fn read(files: &ModelFiles, max_positions: usize) -> Result<Self> {
+        let modules_path = files.dir.join("modules.json");
+        let pooling = if modules_path.is_file() {
+            let modules: Vec<ModuleEntry> = read_json(&modules_path)?;
+            match modules.iter().find(|m| m.kind.ends_with("models.Pooling")) {
+                Some(module) => {
+                    let path = files.dir.join(&module.path).join("config.json");
+                    let config: PoolingConfig = read_json(&path)?;
+                    match (config.pooling_mode_cls_token, config.pooling_mode_mean_tokens) {
+                        (true, _) => Pooling::Cls,
+                        (false, true) => Pooling::Mean,
+                        (false, false) => {
+                            return Err(EmbedError::BadFile {
+                                path,
+                                reason: "only CLS and mean pooling are supported".into(),
+                            });
+                        }
+                    }
+                }
+                None => Pooling::Cls,
+            }
+        } else {
+            Pooling::Cls
+        };
+        let sbert_path = files.dir.join("sentence_bert_config.json");
+        let max_tokens = if sbert_path.is_file() {
+            read_json::<SentenceBertConfig>(&sbert_path)?.max_seq_length.min(max_positions)
+        } else {
+            max_positions.min(512)
+        };
+        let query_prefix = known_model(&files.name).map_or("", |m| m.query_prefix).to_owned();
+        Ok(Self { pooling, max_tokens, query_prefix })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake_model_dir(extra: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for file in REQUIRED_FILES {
+            std::fs::write(dir.path().join(file), "{}").unwrap();
+        }
+        for (file, text) in extra {
+            let path = dir.path().join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn known_models_resolve_by_short_name() {
+        assert_eq!(known_model("bge-large-en-v1.5").unwrap().id, DEFAULT_MODEL);
+        assert_eq!(known_model("ALL-MINILM-L6-V2").unwrap().query_prefix, "");
+        assert!(known_model("nonexistent").is_none());
+    }
+
+    #[test]
+    fn pooling_follows_sentence_transformers_metadata() {
+        let dir = fake_model_dir(&[
+            (
+                "modules.json",
+                r#"[{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"},
+                    {"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.models.Pooling"}]"#,
+            ),
+            ("1_Pooling/config.json", r#"{"pooling_mode_mean_tokens": true}"#),
+            ("sentence_bert_config.json", r#"{"max_seq_length": 256}"#),
+        ]);
+        let files = ModelFiles::from_dir("all-MiniLM-L6-v2", dir.path()).unwrap();
+        let traits = ModelTraits::read(&files, 512).unwrap();
+        assert_eq!(traits.pooling, Pooling::Mean);
+        assert_eq!(traits.max_tokens, 256);
+        assert_eq!(traits.query_prefix, "");
+    }
+
+    #[test]
+    fn bert_without_metadata_uses_cls_and_position_limit() {
+        let dir = fake_model_dir(&[]);
+        let files = ModelFiles::from_dir("BAAI/bge-small-en-v1.5", dir.path()).unwrap();
+        let traits = ModelTraits::read(&files, 512).unwrap();
+        assert_eq!(traits.pooling, Pooling::Cls);
+        assert_eq!(traits.max_tokens, 512);
+        assert_eq!(traits.query_prefix, BGE_QUERY_PREFIX);
+    }
+
+    #[test]
+    fn missing_file_names_the_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let error = ModelFiles::from_dir("x", dir.path()).unwrap_err();
+        assert!(error.to_string().contains("config.json"), "{error}");
+        assert!(error.to_string().contains(&dir.path().display().to_string()));
+    }
+
+    #[test]
+    fn offline_with_nothing_installed_says_what_to_run() {
+        let models = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let locator = ModelLocator::from_env(models.path()).with_hub_cache(cache.path()).offline(true);
+        let error = locator.locate("BAAI/bge-large-en-v1.5").unwrap_err();
+        assert!(error.to_string().contains("scar models fetch"), "{error}");
+    }
+
+    #[test]
+    fn finds_installed_model_by_short_name_and_hub_snapshot() {
+        let models = tempfile::tempdir().unwrap();
+        let installed = fake_model_dir(&[]);
+        std::fs::rename(installed.path(), models.path().join("all-MiniLM-L6-v2")).unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let locator = ModelLocator::from_env(models.path()).with_hub_cache(cache.path()).offline(true);
+        let found = locator.locate("sentence-transformers/all-MiniLM-L6-v2").unwrap();
+        assert_eq!(found.dir, models.path().join("all-MiniLM-L6-v2"));
+        assert_eq!(found.model_id(), "sentence-transformers/all-MiniLM-L6-v2");
+
+        let snapshot = cache
+            .path()
+            .join("models--BAAI--bge-small-en-v1.5/snapshots/5c38ec7c405ec4b44b94cc5a9bb96e735b38267a");
+        std::fs::create_dir_all(&snapshot).unwrap();
+        for file in REQUIRED_FILES {
+            std::fs::write(snapshot.join(file), "{}").unwrap();
+        }
+        assert_eq!(locator.locate("bge-small-en-v1.5").unwrap().dir, snapshot);
+    }
+}
