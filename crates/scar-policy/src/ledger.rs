@@ -1,0 +1,145 @@
+//! Everything a policy decided, as data: the crate documentation describes each field's meaning.
+
+use scar_core::ChunkId;
+use serde::{Deserialize, Serialize};
+
+use crate::{Policy, Side};
+
+/// The full account of one expansion.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ledger {
+    /// The policy that ran.
+    pub policy: Policy,
+    /// The token budget, if one was set.
+    pub budget: Option<usize>,
+    /// One record per distinct seed, in rank order.
+    pub seeds: Vec<SeedRecord>,
+    /// The chunks handed to the generator, each once, in document order.
+    pub context: Vec<ChunkId>,
+    /// The sum of the context chunks' token counts.
+    pub context_tokens: usize,
+}
+
+impl Ledger {
+    /// Whether `id` is in the final context.
+    #[must_use]
+    pub fn contains(&self, id: ChunkId) -> bool {
+        self.context.contains(&id)
+    }
+
+    /// How many neighbour records, over all seeds, have `outcome`.
+    #[must_use]
+    pub fn count(&self, outcome: Outcome) -> usize {
+        self.neighbours()
+            .filter(|record| record.outcome == outcome)
+            .count()
+    }
+
+    /// All neighbour records, seed by seed.
+    pub fn neighbours(&self) -> impl Iterator<Item = &NeighbourRecord> {
+        self.seeds.iter().flat_map(|seed| &seed.neighbours)
+    }
+}
+
+/// What happened to one seed and its neighbours.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeedRecord {
+    /// The seed chunk.
+    pub id: ChunkId,
+    /// Its first-stage rank, from 1; ranks of ignored duplicate seeds are skipped.
+    pub rank: usize,
+    /// Its first-stage score, as given.
+    pub score: f32,
+    /// cos(query, seed).
+    pub query_cos: f32,
+    /// SCAR's bar for this seed's neighbours, γ·max(cos(q, c), 0); `None` for other policies.
+    pub bar: Option<f32>,
+    /// The scope a [`Policy::Parent`] expanded to; `None` for other policies.
+    pub scope: Option<ParentScope>,
+    /// Whether the seed made it into the context: false only when it did not fit the budget.
+    pub in_context: bool,
+    /// The neighbours considered, walking outwards: first the previous side, then the next.
+    pub neighbours: Vec<NeighbourRecord>,
+}
+
+/// The part of a document a [`Policy::Parent`] seed expands to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ParentScope {
+    /// The contiguous run of chunks sharing the seed's heading section.
+    Section {
+        /// The section index.
+        section: u32,
+    },
+    /// The aligned block of ordinals `start..end` holding the seed (the document may end
+    /// sooner).
+    Block {
+        /// First ordinal of the block.
+        start: u32,
+        /// One past the last ordinal of the block.
+        end: u32,
+    },
+}
+
+/// One step of a walk from a seed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NeighbourRecord {
+    /// The direction of the walk.
+    pub side: Side,
+    /// Steps from the seed, from 1.
+    pub distance: u32,
+    /// The chunk reached; `None` only for [`Outcome::DocumentEdge`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<ChunkId>,
+    /// cos(query, neighbour).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_cos: Option<f32>,
+    /// The continuity penalty b = 1 − cos(previous step, neighbour), from the stored continuity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub penalty: Option<f32>,
+    /// SCAR's score S = cos(q, n) − λ·b; `None` for other policies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f32>,
+    /// The seed's bar; `None` for other policies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bar: Option<f32>,
+    /// S − bar: positive means the rule accepts; `None` for other policies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub margin: Option<f32>,
+    /// What the policy did with the chunk.
+    pub outcome: Outcome,
+}
+
+impl NeighbourRecord {
+    pub(crate) fn edge(side: Side, distance: u32) -> Self {
+        Self {
+            side,
+            distance,
+            id: None,
+            query_cos: None,
+            penalty: None,
+            score: None,
+            bar: None,
+            margin: None,
+            outcome: Outcome::DocumentEdge,
+        }
+    }
+}
+
+/// The fate of a neighbour record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Added to the context.
+    Accepted,
+    /// Failed SCAR's rule; the walk stops on this side.
+    Rejected,
+    /// Beyond a rejection on the same side; scored for display but not considered.
+    NotReached,
+    /// Already in the context as a seed or for a higher-ranked seed; the walk continues past it.
+    AlreadyInContext,
+    /// The document ends here; the walk stops on this side.
+    DocumentEdge,
+    /// The policy would add it, but the token budget did not allow it.
+    OverBudget,
+}
