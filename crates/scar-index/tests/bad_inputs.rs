@@ -1,0 +1,82 @@
+//! A folder holding every kind of bad input: each file is named with its reason, the rest is
+//! indexed, and the report says the run was partial.
+
+use std::path::Path;
+
+use scar_index::load::LoadOptions;
+use scar_index::{Index, IndexOptions};
+
+use crate::common::{assert_consistent, index, minilm};
+
+fn write(dir: &Path, name: &str, bytes: impl AsRef<[u8]>) {
+    std::fs::write(dir.join(name), bytes).unwrap();
+}
+
+#[test]
+fn bad_files_are_reported_and_the_rest_is_indexed() {
+    let docs = tempfile::tempdir().unwrap();
+    let d = docs.path();
+    write(d, "good.txt", "A good file about the three-way handshake that opens a TCP connection.");
+    write(d, "good.md", "# Title\n\nSome markdown text about sequence numbers.\n");
+    write(d, "empty.txt", "");
+    write(d, "blank.txt", "   \n\t\n");
+    let mut mostly_invalid = vec![0xC3u8, 0x28, 0xA0, 0xA1, 0xFF, 0xFE];
+    mostly_invalid.extend(std::iter::repeat_n(0xFFu8, 200));
+    write(d, "latin.txt", mostly_invalid);
+    let mut slightly_invalid = "Nearly valid UTF-8 text about retransmission. ".repeat(40).into_bytes();
+    slightly_invalid.push(0xFF);
+    write(d, "slightly-invalid.txt", slightly_invalid);
+    write(d, "huge.txt", "x".repeat(3 * 1024 * 1024));
+    write(d, "corrupt.pdf", b"%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\ngarbage");
+    write(d, "nested.html", format!("<html><body>{}deep text{}</body></html>", "<div>".repeat(100_000), "</div>".repeat(100_000)));
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    png.extend([0u8; 64]);
+    write(d, "image.png", png);
+    std::os::unix::fs::symlink(d.join("loop"), d.join("loop")).unwrap();
+    std::os::unix::fs::symlink(d.join("missing-target.txt"), d.join("dangling.txt")).unwrap();
+    let sub = d.join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    std::os::unix::fs::symlink(d, sub.join("back-to-top")).unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let embedder = minilm();
+    let options = IndexOptions {
+        load: LoadOptions { max_file_bytes: 2 * 1024 * 1024 },
+        ..IndexOptions::default()
+    };
+    let report = index(dir.path(), &[d.to_path_buf()], &embedder, &options);
+    assert!(!report.is_complete());
+    let reason = |name: &str| {
+        report
+            .skipped
+            .iter()
+            .find(|s| s.path.file_name().is_some_and(|f| f == name))
+            .map(|s| s.reason.clone())
+            .unwrap_or_else(|| panic!("{name} not reported: {report:#?}"))
+    };
+    for (name, words) in [
+        ("empty.txt", "empty"),
+        ("blank.txt", "empty"),
+        ("latin.txt", "UTF-8"),
+        ("huge.txt", "limit"),
+        ("corrupt.pdf", "PDF"),
+        ("image.png", "binary"),
+        ("dangling.txt", ""),
+    ] {
+        let why = reason(name);
+        assert!(why.to_lowercase().contains(&words.to_lowercase()), "{name}: {why}");
+    }
+    assert!(report.skipped.iter().any(|s| s.reason.contains("loop")), "{report:#?}");
+    assert!(report.warnings.iter().any(|w| w.path.ends_with("slightly-invalid.txt")), "{report:#?}");
+
+    let index = Index::open(dir.path()).unwrap();
+    let names: Vec<String> = index
+        .documents()
+        .iter()
+        .map(|doc| doc.path.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for expected in ["good.txt", "good.md", "slightly-invalid.txt", "nested.html"] {
+        assert!(names.iter().any(|n| n == expected), "{expected} not indexed: {names:?}");
+    }
+    assert_consistent(&index);
+}

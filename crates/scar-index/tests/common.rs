@@ -1,0 +1,61 @@
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use scar_embed::{DeviceChoice, EmbedOptions, Embedder, ModelFiles};
+use scar_index::{Index, IndexOptions, IndexReport, index_paths};
+
+pub fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The shared data folder beside the project.
+pub fn corpora() -> PathBuf {
+    workspace().join("../shared/data/corpora")
+}
+
+/// all-MiniLM-L6-v2 as `scripts/fetch-test-models` installs it.
+pub fn minilm() -> Embedder {
+    let dir = workspace().join("models/all-MiniLM-L6-v2");
+    let files = ModelFiles::from_dir("sentence-transformers/all-MiniLM-L6-v2", &dir)
+        .unwrap_or_else(|e| panic!("{e}: run scripts/fetch-test-models first"));
+    Embedder::load(&files, &EmbedOptions { device: DeviceChoice::Cpu, ..EmbedOptions::default() })
+        .unwrap()
+}
+
+pub fn index(dir: &Path, roots: &[PathBuf], embedder: &Embedder, options: &IndexOptions) -> IndexReport {
+    index_paths(dir, roots, embedder, options, &mut |_| {}, &AtomicBool::new(false)).unwrap()
+}
+
+/// Asserts the index is consistent and every chunk maps back into its document's text.
+pub fn assert_consistent(index: &Index) {
+    let problems = index.verify().unwrap();
+    assert!(problems.is_empty(), "{problems:#?}");
+    for document in index.documents() {
+        let loaded = scar_index::load::load_document(&document.path, &Default::default()).unwrap();
+        let chars: Vec<char> = loaded.text.chars().collect();
+        let mut ordinal = 0;
+        for id in document.rows().map(scar_core::ChunkId) {
+            let chunk = index.chunk(id).unwrap();
+            assert_eq!(chunk.ordinal, ordinal, "ordinals contiguous in {}", document.path.display());
+            assert_eq!(&loaded.text[chunk.bytes.clone()], chunk.text);
+            assert_eq!(chars[chunk.chars.clone()].iter().collect::<String>(), chunk.text);
+            ordinal += 1;
+        }
+    }
+}
+
+/// Writes `count` small text files cut from the RFC into `dir`.
+pub fn small_corpus(dir: &Path, count: usize, bytes_each: usize) {
+    let text = std::fs::read_to_string(corpora().join("rfc9293.txt")).unwrap();
+    let paragraphs: Vec<&str> = text.split("\n\n").filter(|p| p.trim().len() > 80).collect();
+    let mut next = 0;
+    for i in 0..count {
+        let mut body = String::new();
+        while body.len() < bytes_each {
+            body.push_str(paragraphs[next % paragraphs.len()]);
+            body.push_str("\n\n");
+            next += 1;
+        }
+        std::fs::write(dir.join(format!("part-{i:03}.txt")), body).unwrap();
+    }
+}

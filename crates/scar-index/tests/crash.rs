@@ -1,0 +1,83 @@
+//! SIGKILL an indexing process at random moments, again and again: after every kill the index
+//! opens and is consistent, and a final run completes the work.
+//!
+//! The process killed is this test binary itself, re-run on `indexing_child` (ignored unless
+//! asked for by name) with the folders in environment variables.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use scar_index::{Index, IndexOptions};
+
+use crate::common::{assert_consistent, index, minilm, small_corpus};
+
+const DOCS: &str = "SCAR_CRASH_TEST_DOCS";
+const INDEX: &str = "SCAR_CRASH_TEST_INDEX";
+
+/// The process that gets killed: indexes the folder, committing often.
+#[test]
+#[ignore = "run by crash::killed_indexing_never_corrupts_the_index"]
+fn indexing_child() {
+    let (Ok(docs), Ok(dir)) = (std::env::var(DOCS), std::env::var(INDEX)) else {
+        return;
+    };
+    let options = IndexOptions {
+        commit_every: Duration::from_millis(100),
+        embed_batch_chunks: 8,
+        ..IndexOptions::default()
+    };
+    index(dir.as_ref(), &[PathBuf::from(docs)], &minilm(), &options);
+}
+
+#[test]
+fn killed_indexing_never_corrupts_the_index() {
+    let docs = tempfile::tempdir().unwrap();
+    small_corpus(docs.path(), 60, 3000);
+    let dir = tempfile::tempdir().unwrap();
+    let spawn = || {
+        Command::new(std::env::current_exe().unwrap())
+            .args(["crash::indexing_child", "--exact", "--ignored", "--test-threads", "1"])
+            .env(DOCS, docs.path())
+            .env(INDEX, dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    // A fixed pseudo-random sequence: reproducible kill times between 0.3 and 2.3 s.
+    let mut state: u64 = 0x5EED;
+    let mut kills = 0;
+    let mut finished_early = 0;
+    let started = Instant::now();
+    while kills < 20 {
+        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        let delay = Duration::from_millis(300 + (state >> 33) % 2000);
+        let mut child = spawn();
+        std::thread::sleep(delay);
+        if child.try_wait().unwrap().is_some() {
+            finished_early += 1;
+            assert!(finished_early < 3, "indexing finished before it could be killed 20 times");
+            std::fs::remove_dir_all(dir.path()).unwrap();
+            std::fs::create_dir(dir.path()).unwrap();
+            continue;
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        kills += 1;
+        if let Ok(index) = Index::open(dir.path()) {
+            let problems = index.verify().unwrap();
+            assert!(problems.is_empty(), "after kill {kills} at {delay:?}: {problems:#?}");
+        } else {
+            // Killed before the index was first created: only then may there be no manifest.
+            assert!(!dir.path().join("manifest.json").exists(), "kill {kills}: manifest exists but the index does not open");
+        }
+    }
+    let report = index(dir.path(), &[docs.path().to_path_buf()], &minilm(), &IndexOptions::default());
+    assert!(report.is_complete(), "{report:#?}");
+    let index = Index::open(dir.path()).unwrap();
+    assert_eq!(index.documents().len(), 60);
+    assert_eq!(index.catalog().dead_rows(), 0);
+    assert_consistent(&index);
+    eprintln!("{kills} kills in {:?}", started.elapsed());
+}

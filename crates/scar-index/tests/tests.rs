@@ -1,0 +1,7 @@
+//! Integration tests of scar-index with the real all-MiniLM-L6-v2 model, as one binary.
+
+mod bad_inputs;
+mod common;
+mod corpora;
+mod crash;
+mod incremental;
