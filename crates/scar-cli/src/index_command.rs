@@ -1,0 +1,150 @@
+//! `scar index PATH...`
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use scar_embed::{EmbedOptions, Embedder, ModelLocator};
+use scar_index::{ChunkUnit, ChunkerConfig, IndexOptions, IndexProgress, VectorEncoding, index_paths};
+
+use crate::settings::{Settings, Source};
+use crate::{display_path, index_exit};
+
+#[derive(Debug, clap::Args)]
+pub struct IndexArgs {
+    /// Files and folders to index
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Chunk capacity in model tokens (new indexes) [default: 160]
+    #[arg(long, conflicts_with = "chunk_chars")]
+    chunk_tokens: Option<usize>,
+    /// Chunk capacity in characters instead of tokens (new indexes)
+    #[arg(long)]
+    chunk_chars: Option<usize>,
+    /// Overlap between consecutive chunks, in the same unit (new indexes) [default: 0]
+    #[arg(long, default_value_t = 0)]
+    overlap: usize,
+    /// Embed each chunk with its heading path in front (new indexes)
+    #[arg(long)]
+    prepend_headings: bool,
+    /// Store vectors as f16: half the disk, same search quality to ~3 decimals (new indexes)
+    #[arg(long)]
+    f16: bool,
+    /// Skip files larger than this many MiB
+    #[arg(long, default_value_t = 50)]
+    max_file_mib: u64,
+    /// Print the report as JSON instead of text
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
+    let dir = &settings.index.value;
+    // An existing index keeps its model unless one was named explicitly (then a mismatch is an
+    // error, rather than a silent switch).
+    let model = match scar_index::Index::open(dir) {
+        Ok(index) if settings.model.source != Source::Flag => index.manifest().model.id.clone(),
+        _ => settings.model.value.clone(),
+    };
+    let files = ModelLocator::from_env(&settings.models_dir.value).locate(&model)?;
+    let embedder = Embedder::load(&files, &EmbedOptions { device: settings.device.value, ..Default::default() })?;
+    let chunker = ChunkerConfig {
+        unit: if args.chunk_chars.is_some() { ChunkUnit::Characters } else { ChunkUnit::Tokens },
+        capacity: args.chunk_chars.or(args.chunk_tokens).unwrap_or(ChunkerConfig::default().capacity),
+        overlap: args.overlap,
+        prepend_headings: args.prepend_headings,
+    };
+    let options = IndexOptions {
+        chunker,
+        vectors: if args.f16 { VectorEncoding::F16 } else { VectorEncoding::F32 },
+        load: scar_index::load::LoadOptions { max_file_bytes: args.max_file_mib * 1024 * 1024 },
+        ..IndexOptions::default()
+    };
+
+    let cancel = Arc::new(AtomicBool::new(false));
+    let handler_flag = Arc::clone(&cancel);
+    ctrlc::set_handler(move || {
+        if handler_flag.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!("\nstopping after the current batch (Ctrl-C again to quit now)");
+    })
+    .context("installing the Ctrl-C handler")?;
+
+    if !args.json {
+        eprintln!("indexing into {} with {} on {}", dir.display(), embedder.info().id, embedder.device_name());
+    }
+    let bar = progress_bar(args.json);
+    let report = index_paths(dir, &args.paths, &embedder, &options, &mut |p| update(&bar, p), &cancel)?;
+    bar.finish_and_clear();
+
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        for skipped in &report.skipped {
+            eprintln!("skipped {}: {}", display_path(&skipped.path), skipped.reason);
+        }
+        for warning in &report.warnings {
+            eprintln!("warning {}: {}", display_path(&warning.path), warning.reason);
+        }
+        let seconds = report.elapsed.as_secs_f64();
+        println!(
+            "{} added, {} updated, {} removed, {} unchanged, {} skipped; {} chunks, {} tokens in {:.1} s ({:.0} tokens/s){}",
+            report.added,
+            report.updated,
+            report.removed,
+            report.unchanged,
+            report.skipped.len(),
+            report.chunks,
+            report.tokens,
+            seconds,
+            report.tokens as f64 / seconds.max(1e-9),
+            if report.cancelled { "; cancelled, the rest is left for the next run" } else { "" },
+        );
+        if report.truncated > 0 {
+            println!("{} chunks were longer than the model's limit and were truncated for embedding", report.truncated);
+        }
+    }
+    Ok(index_exit(report.is_complete()))
+}
+
+fn progress_bar(hidden: bool) -> ProgressBar {
+    if hidden {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {percent:>3}% {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+fn update(bar: &ProgressBar, progress: &IndexProgress) {
+    bar.set_length(progress.bytes_total.max(1));
+    bar.set_position(progress.bytes_done);
+    let eta = progress.eta().map_or_else(String::new, |eta| format!(", ETA {}", humanize(eta)));
+    bar.set_message(format!(
+        "{}/{} files, {} chunks, {:.0} tokens/s{eta}",
+        progress.files_done,
+        progress.files_total,
+        progress.chunks,
+        progress.tokens_per_second(),
+    ));
+}
+
+fn humanize(duration: Duration) -> String {
+    let seconds = duration.as_secs();
+    if seconds >= 3600 {
+        format!("{}h{:02}m", seconds / 3600, seconds % 3600 / 60)
+    } else if seconds >= 60 {
+        format!("{}m{:02}s", seconds / 60, seconds % 60)
+    } else {
+        format!("{seconds}s")
+    }
+}

@@ -1,0 +1,103 @@
+//! `scar inspect`: what an index holds, one chunk with its continuity, or a consistency check.
+
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use scar_core::ChunkId;
+use scar_index::Index;
+
+use crate::display_path;
+use crate::settings::Settings;
+
+#[derive(Debug, clap::Args)]
+pub struct InspectArgs {
+    /// Show this chunk, with its neighbours' continuity
+    #[arg(long)]
+    chunk: Option<u32>,
+    /// Check that every chunk has its vector, text and continuity (exit 1 if not)
+    #[arg(long)]
+    verify: bool,
+    /// Print as JSON
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(settings: &Settings, args: &InspectArgs) -> Result<ExitCode> {
+    let index = Index::open(&settings.index.value)?;
+    if args.verify {
+        let problems = index.verify()?;
+        if args.json {
+            println!("{}", serde_json::json!({ "consistent": problems.is_empty(), "problems": problems }));
+        } else if problems.is_empty() {
+            println!("consistent: {} documents, {} chunks", index.documents().len(), index.len());
+        } else {
+            for problem in &problems {
+                println!("{problem}");
+            }
+        }
+        return Ok(if problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+    }
+    if let Some(id) = args.chunk {
+        let Some(chunk) = index.chunk(ChunkId(id)) else {
+            bail!("the index has no chunk {id} (it holds {} chunks)", index.len());
+        };
+        let continuity_prev = index.neighbour(chunk.id, false).and_then(|p| index.continuity_next(p));
+        let continuity_next = index.continuity_next(chunk.id);
+        if args.json {
+            println!(
+                "{}",
+                serde_json::json!({
+                    "id": chunk.id, "document": chunk.document.path, "ordinal": chunk.ordinal,
+                    "chars": [chunk.chars.start, chunk.chars.end], "tokens": chunk.token_count,
+                    "heading_path": chunk.heading_path, "continuity_previous": continuity_prev,
+                    "continuity_next": continuity_next, "text": chunk.text,
+                })
+            );
+        } else {
+            let fmt = |c: Option<f32>| c.map_or_else(|| "document edge".to_owned(), |c| format!("{c:.3}"));
+            println!(
+                "chunk {} = {} ¶{} (chars {}..{}, {} tokens)\nheadings: {}\ncontinuity with previous: {}, with next: {}\n\n{}",
+                chunk.id,
+                display_path(&chunk.document.path),
+                chunk.ordinal,
+                chunk.chars.start,
+                chunk.chars.end,
+                chunk.token_count,
+                chunk.heading_path,
+                fmt(continuity_prev),
+                fmt(continuity_next),
+                chunk.text
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let manifest = index.manifest();
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "dir": index.dir(), "manifest": manifest, "chunks": index.len(),
+                "documents": index.documents(),
+            })
+        );
+    } else {
+        println!(
+            "index {}\nmodel {} ({} dimensions, {:?} pooling), vectors {:?}\nchunker {:?}, capacity {}, overlap {}, headings prepended: {}\n{} documents, {} chunks",
+            index.dir().display(),
+            manifest.model.id,
+            manifest.model.dimension,
+            manifest.model.pooling,
+            manifest.vectors,
+            manifest.chunker.unit,
+            manifest.chunker.capacity,
+            manifest.chunker.overlap,
+            manifest.chunker.prepend_headings,
+            index.documents().len(),
+            index.len()
+        );
+        for document in index.documents() {
+            println!("  {:>6} chunks  {}", document.chunk_count, display_path(&document.path));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,131 @@
+//! `scar`: index documents, search them with SCAR, and see why each neighbour was added or left.
+
+mod index_command;
+mod inspect_command;
+mod models_command;
+mod search_command;
+mod settings;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use settings::{SearchFlags, SettingFlags, Settings};
+
+/// Exit status when some files could not be indexed but the rest were.
+const EXIT_PARTIAL: u8 = 3;
+
+#[derive(Debug, Parser)]
+#[command(name = "scar", version, about = "Local document search with SCAR: semantic continuity-aware retrieval")]
+#[command(after_help = "Settings: flags beat SCAR_* environment variables, which beat the config \
+    file (see `scar config`), which beats the defaults.\nExit status: 0 success, 1 error, 2 bad \
+    usage, 3 indexed with some files skipped.")]
+struct Cli {
+    #[command(flatten)]
+    settings: SettingFlags,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Index files and folders (incremental: only new or changed files are embedded)
+    Index(index_command::IndexArgs),
+    /// Search the index and show every expansion decision
+    Search {
+        /// The question
+        query: String,
+        #[command(flatten)]
+        search: SearchFlags,
+        /// Print the full report as JSON (schema scar.search/1, docs/JSON.md)
+        #[arg(long)]
+        json: bool,
+        /// Print whole chunk texts instead of the first lines
+        #[arg(long)]
+        full: bool,
+    },
+    /// Show what an index holds, one chunk, or check its consistency
+    Inspect(inspect_command::InspectArgs),
+    /// List or fetch embedding models
+    Models {
+        #[command(subcommand)]
+        action: models_command::ModelsAction,
+    },
+    /// Print the effective settings and where each one came from
+    Config {
+        /// Print as JSON
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(error) => {
+            let mut message = format!("error: {error}");
+            for cause in error.chain().skip(1) {
+                message.push_str(&format!("\n  caused by: {cause}"));
+            }
+            eprintln!("{message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let search_flags = match &cli.command {
+        Command::Search { search, .. } => search.clone(),
+        _ => SearchFlags::default(),
+    };
+    let settings = Settings::resolve(&cli.settings, &search_flags)?;
+    match cli.command {
+        Command::Index(args) => index_command::run(&settings, &args),
+        Command::Search { query, json, full, .. } => search_command::run(&settings, &query, json, full),
+        Command::Inspect(args) => inspect_command::run(&settings, &args),
+        Command::Models { action } => models_command::run(&settings, &action),
+        Command::Config { json } => {
+            print_config(&settings, json)?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn print_config(settings: &Settings, json: bool) -> anyhow::Result<()> {
+    let rows = settings.rows();
+    let file = settings.config_file.as_ref().map(|p| p.display().to_string());
+    if json {
+        let values: serde_json::Map<String, serde_json::Value> = rows
+            .iter()
+            .map(|(name, value, source)| {
+                (name.to_string(), serde_json::json!({ "value": value, "source": source }))
+            })
+            .collect();
+        println!("{}", serde_json::json!({ "config_file": file, "settings": values }));
+    } else {
+        let looked = std::env::var_os("SCAR_CONFIG").map(PathBuf::from).or_else(settings::config_path);
+        match (&file, looked) {
+            (Some(file), _) => println!("# config file: {file}"),
+            (None, Some(path)) => println!("# config file: {} (not present)", path.display()),
+            (None, None) => println!("# config file: none"),
+        }
+        for (name, value, source) in rows {
+            println!("{name:<14} = {value:<40} # {source}");
+        }
+    }
+    Ok(())
+}
+
+/// The exit status for an indexing report.
+fn index_exit(complete: bool) -> ExitCode {
+    if complete { ExitCode::SUCCESS } else { ExitCode::from(EXIT_PARTIAL) }
+}
+
+/// A path for display, relative to the current folder when it is below it.
+fn display_path(path: &std::path::Path) -> String {
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| path.strip_prefix(cwd).ok().map(|p| p.display().to_string()))
+        .unwrap_or_else(|| path.display().to_string())
+}

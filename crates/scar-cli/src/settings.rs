@@ -1,0 +1,263 @@
+//! Effective settings: a flag beats a `SCAR_*` environment variable, which beats the config
+//! file (`<config dir>/scar/config.toml`), which beats the default. Each value remembers where
+//! it came from, for `scar config`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use anyhow::{Context, Result, bail};
+use scar_embed::DeviceChoice;
+use scar_policy::Policy;
+use scar_retrieve::FirstStage;
+use serde::Serialize;
+
+/// Where a setting's value came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    Flag,
+    Environment,
+    ConfigFile,
+    Default,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Flag => "flag",
+            Self::Environment => "environment",
+            Self::ConfigFile => "config file",
+            Self::Default => "default",
+        })
+    }
+}
+
+/// A resolved value and its origin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Setting<T> {
+    pub value: T,
+    pub source: Source,
+}
+
+/// Which expansion rule to run, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicyName {
+    Scar,
+    Static,
+    Topk,
+    Parent,
+}
+
+impl FromStr for PolicyName {
+    type Err = anyhow::Error;
+
+    fn from_str(text: &str) -> Result<Self> {
+        <Self as clap::ValueEnum>::from_str(text, true)
+            .map_err(|_| anyhow::anyhow!("unknown policy `{text}`: use scar, static, topk or parent"))
+    }
+}
+
+impl fmt::Display for PolicyName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let value = clap::ValueEnum::to_possible_value(self).map(|v| v.get_name().to_owned());
+        f.write_str(&value.unwrap_or_default())
+    }
+}
+
+/// Values given on the command line (None: not given).
+#[derive(Debug, Default, Clone, clap::Args)]
+pub struct SettingFlags {
+    /// Index folder [env: SCAR_INDEX] [default: <data dir>/scar/index]
+    #[arg(long, global = true)]
+    pub index: Option<PathBuf>,
+    /// Embedding model: hub id, short name or folder [env: SCAR_MODEL] [default: BAAI/bge-large-en-v1.5]
+    #[arg(long, global = true)]
+    pub model: Option<String>,
+    /// Where models are installed [env: SCAR_MODELS_DIR] [default: ./models]
+    #[arg(long, global = true)]
+    pub models_dir: Option<PathBuf>,
+    /// cpu, cuda, cuda:N or auto [env: SCAR_DEVICE] [default: auto]
+    #[arg(long, global = true)]
+    pub device: Option<DeviceChoice>,
+}
+
+/// Search settings given on the command line.
+#[derive(Debug, Default, Clone, clap::Args)]
+pub struct SearchFlags {
+    /// Seeds taken from the first stage [env: SCAR_K] [default: 5]
+    #[arg(long, short)]
+    pub k: Option<usize>,
+    /// Expansion policy [env: SCAR_POLICY] [default: scar]
+    #[arg(long)]
+    pub policy: Option<PolicyName>,
+    /// Neighbours considered on each side [env: SCAR_WINDOW] [default: 1]
+    #[arg(long)]
+    pub window: Option<u32>,
+    /// λ, weight of the continuity penalty [env: SCAR_LAMBDA] [default: 0.1]
+    #[arg(long)]
+    pub lambda: Option<f32>,
+    /// γ, the bar as a share of the seed's relevance [env: SCAR_GAMMA] [default: 0.8]
+    #[arg(long)]
+    pub gamma: Option<f32>,
+    /// Chunks per block for `parent` in documents without headings [env: SCAR_PARENT_BLOCK] [default: 4]
+    #[arg(long)]
+    pub parent_block: Option<u32>,
+    /// dense, bm25 or hybrid [env: SCAR_FIRST_STAGE] [default: dense]
+    #[arg(long)]
+    pub first_stage: Option<FirstStage>,
+    /// Stop expanding when the context would pass this many tokens [env: SCAR_BUDGET_TOKENS]
+    #[arg(long)]
+    pub budget_tokens: Option<usize>,
+}
+
+/// Every setting, resolved.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub index: Setting<PathBuf>,
+    pub model: Setting<String>,
+    pub models_dir: Setting<PathBuf>,
+    pub device: Setting<DeviceChoice>,
+    pub k: Setting<usize>,
+    pub policy: Setting<PolicyName>,
+    pub window: Setting<u32>,
+    pub lambda: Setting<f32>,
+    pub gamma: Setting<f32>,
+    pub parent_block: Setting<u32>,
+    pub first_stage: Setting<FirstStage>,
+    pub budget_tokens: Setting<Option<usize>>,
+    /// The config file that was read, if it exists.
+    pub config_file: Option<PathBuf>,
+}
+
+/// The user's config file.
+pub fn config_path() -> Option<PathBuf> {
+    dirs::config_dir().map(|d| d.join("scar").join("config.toml"))
+}
+
+struct Layers {
+    environment: BTreeMap<String, String>,
+    file: BTreeMap<String, String>,
+    file_path: Option<PathBuf>,
+}
+
+impl Layers {
+    fn read() -> Result<Self> {
+        let environment = std::env::vars()
+            .filter_map(|(k, v)| k.strip_prefix("SCAR_").map(|key| (key.to_ascii_lowercase(), v)))
+            .collect();
+        let path = std::env::var_os("SCAR_CONFIG").map(PathBuf::from).or_else(config_path);
+        let mut file = BTreeMap::new();
+        let mut file_path = None;
+        if let Some(path) = path.filter(|p| p.is_file()) {
+            let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+            let table: toml::Table = text.parse().with_context(|| format!("parsing {}", path.display()))?;
+            for (key, value) in table {
+                let value = match value {
+                    toml::Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                file.insert(key.replace('-', "_"), value);
+            }
+            file_path = Some(path);
+        }
+        Ok(Self { environment, file, file_path })
+    }
+
+    fn resolve<T>(&self, key: &str, flag: Option<T>, default: T) -> Result<Setting<T>>
+    where
+        T: FromStr,
+        T::Err: fmt::Display,
+    {
+        if let Some(value) = flag {
+            return Ok(Setting { value, source: Source::Flag });
+        }
+        for (layer, source, place) in [
+            (&self.environment, Source::Environment, format!("SCAR_{}", key.to_ascii_uppercase())),
+            (&self.file, Source::ConfigFile, format!("`{key}` in the config file")),
+        ] {
+            if let Some(text) = layer.get(key) {
+                let value = text.parse().map_err(|e| anyhow::anyhow!("{place} = {text:?}: {e}"))?;
+                return Ok(Setting { value, source });
+            }
+        }
+        Ok(Setting { value: default, source: Source::Default })
+    }
+}
+
+/// A value that must hold a number (`budget_tokens = none` clears it).
+#[derive(Debug, Clone, Copy)]
+struct OptionalCount(Option<usize>);
+
+impl FromStr for OptionalCount {
+    type Err = std::num::ParseIntError;
+    fn from_str(text: &str) -> std::result::Result<Self, Self::Err> {
+        if matches!(text.trim(), "" | "none" | "off") { Ok(Self(None)) } else { text.trim().parse().map(|n| Self(Some(n))) }
+    }
+}
+
+impl Settings {
+    pub fn resolve(flags: &SettingFlags, search: &SearchFlags) -> Result<Self> {
+        let layers = Layers::read()?;
+        let default_index = dirs::data_dir().unwrap_or_else(|| PathBuf::from(".")).join("scar").join("index");
+        let budget = layers.resolve("budget_tokens", search.budget_tokens.map(|b| OptionalCount(Some(b))), OptionalCount(None))?;
+        Ok(Self {
+            index: layers.resolve("index", flags.index.clone(), default_index)?,
+            model: layers.resolve("model", flags.model.clone(), scar_embed::DEFAULT_MODEL.to_owned())?,
+            models_dir: layers.resolve("models_dir", flags.models_dir.clone(), PathBuf::from("models"))?,
+            device: layers.resolve("device", flags.device, DeviceChoice::Auto)?,
+            k: layers.resolve("k", search.k, 5)?,
+            policy: layers.resolve("policy", search.policy, PolicyName::Scar)?,
+            window: layers.resolve("window", search.window, 1)?,
+            lambda: layers.resolve("lambda", search.lambda, Policy::PAPER_LAMBDA)?,
+            gamma: layers.resolve("gamma", search.gamma, Policy::PAPER_GAMMA)?,
+            parent_block: layers.resolve("parent_block", search.parent_block, 4)?,
+            first_stage: layers.resolve("first_stage", search.first_stage, FirstStage::Dense)?,
+            budget_tokens: Setting { value: budget.value.0, source: budget.source },
+            config_file: layers.file_path,
+        })
+    }
+
+    /// The policy these settings describe, validated.
+    pub fn policy(&self) -> Result<scar_policy::Options> {
+        let window = self.window.value;
+        let policy = match self.policy.value {
+            PolicyName::Scar => Policy::Scar { lambda: self.lambda.value, gamma: self.gamma.value, window },
+            PolicyName::Static => Policy::StaticWindow { window },
+            PolicyName::Topk => Policy::TopK,
+            PolicyName::Parent => Policy::Parent { block: self.parent_block.value },
+        };
+        if self.k.value == 0 {
+            bail!("k must be at least 1");
+        }
+        Ok(scar_policy::Options::new(policy)?.with_budget(self.budget_tokens.value))
+    }
+
+    /// `(name, value, source)` for every setting, for `scar config`.
+    pub fn rows(&self) -> Vec<(&'static str, String, Source)> {
+        fn row<T: fmt::Display>(name: &'static str, s: &Setting<T>) -> (&'static str, String, Source) {
+            (name, s.value.to_string(), s.source)
+        }
+        let path = |name, s: &Setting<PathBuf>| (name, s.value.display().to_string(), s.source);
+        vec![
+            path("index", &self.index),
+            row("model", &self.model),
+            path("models_dir", &self.models_dir),
+            row("device", &self.device),
+            row("k", &self.k),
+            row("policy", &self.policy),
+            row("window", &self.window),
+            row("lambda", &self.lambda),
+            row("gamma", &self.gamma),
+            row("parent_block", &self.parent_block),
+            row("first_stage", &self.first_stage),
+            (
+                "budget_tokens",
+                self.budget_tokens.value.map_or_else(|| "none".to_owned(), |b| b.to_string()),
+                self.budget_tokens.source,
+            ),
+        ]
+    }
+}

@@ -1,0 +1,52 @@
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+pub fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `scar` with the test model, an empty config and no stray `SCAR_*` settings.
+pub fn scar(index: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_scar"));
+    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("SCAR_")) {
+        command.env_remove(key);
+    }
+    command
+        .env("SCAR_CONFIG", "/nonexistent/scar-config.toml")
+        .env("SCAR_MODEL", "all-MiniLM-L6-v2")
+        .env("SCAR_MODELS_DIR", workspace().join("models"))
+        .env("SCAR_DEVICE", "cpu")
+        .env("HF_HUB_OFFLINE", "1")
+        .env("NO_COLOR", "1")
+        .arg("--index")
+        .arg(index);
+    command
+}
+
+pub fn run(command: &mut Command) -> Output {
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{command:?} failed: {}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// RFC 9293 indexed once per test binary run (incremental, so reruns are instant).
+pub fn rfc_index() -> &'static Path {
+    static INDEX: OnceLock<PathBuf> = OnceLock::new();
+    INDEX.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("rfc9293-minilm-index");
+        let rfc = workspace().join("../shared/data/corpora/rfc9293.txt");
+        run(scar(&dir).arg("index").arg(rfc).arg("--json"));
+        dir
+    })
+}
+
+pub fn search_json(index: &Path, query: &str, extra: &[&str]) -> serde_json::Value {
+    let output = run(scar(index).args(["search", query, "--json"]).args(extra));
+    serde_json::from_slice(&output.stdout).unwrap()
+}

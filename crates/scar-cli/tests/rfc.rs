@@ -1,0 +1,110 @@
+//! End to end on RFC 9293: a question whose evidence straddles a chunk boundary gets the rest
+//! of its evidence from an accepted neighbour; static ±1 adds a neighbour that SCAR rejects; and
+//! the JSON output follows its documented schema.
+
+use serde_json::Value;
+
+use crate::common::{rfc_index, search_json, workspace};
+
+/// The project's benchmark question about the three ways to close a connection, whose evidence
+/// (a few paragraphs of section 3.6) spans several chunks.
+fn closing_question() -> (String, std::ops::Range<usize>) {
+    let source = std::fs::read_to_string(workspace().join("assets/benchmarks/source/rfc9293.jsonl")).unwrap();
+    let test: Value = source
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|t| t["id"] == "rfc9293-028")
+        .unwrap();
+    let corpus = std::fs::read_to_string(workspace().join("../shared/data/corpora/rfc9293.txt")).unwrap();
+    let evidence = test["evidence"][0].as_str().unwrap();
+    let start = corpus[..corpus.find(evidence).unwrap()].chars().count();
+    (test["query"].as_str().unwrap().to_owned(), start..start + evidence.chars().count())
+}
+
+fn chars(chunk: &Value) -> std::ops::Range<usize> {
+    chunk["chars"][0].as_u64().unwrap() as usize..chunk["chars"][1].as_u64().unwrap() as usize
+}
+
+fn overlaps(a: &std::ops::Range<usize>, b: &std::ops::Range<usize>) -> bool {
+    a.start < b.end && b.start < a.end
+}
+
+#[test]
+fn the_neighbour_holding_the_rest_of_the_evidence_is_accepted() {
+    let (query, evidence) = closing_question();
+    let report = search_json(rfc_index(), &query, &["--k", "5"]);
+    let chunk = |id: &Value| report["chunks"].as_array().unwrap().iter().find(|c| &c["id"] == id).cloned();
+    let mut found = false;
+    for seed in report["ledger"]["seeds"].as_array().unwrap() {
+        let seed_chunk = chunk(&seed["id"]).unwrap();
+        if !overlaps(&chars(&seed_chunk), &evidence) {
+            continue;
+        }
+        for neighbour in seed["neighbours"].as_array().unwrap() {
+            if neighbour["outcome"] != "accepted" {
+                continue;
+            }
+            let neighbour_chunk = chunk(&neighbour["id"]).unwrap();
+            if overlaps(&chars(&neighbour_chunk), &evidence) {
+                let (score, bar) = (neighbour["score"].as_f64().unwrap(), neighbour["bar"].as_f64().unwrap());
+                assert!(score > bar, "{neighbour}");
+                assert!((neighbour["margin"].as_f64().unwrap() - (score - bar)).abs() < 1e-5);
+                assert_eq!(bar, seed["bar"].as_f64().unwrap());
+                found = true;
+            }
+        }
+    }
+    assert!(found, "no accepted neighbour continues the evidence: {report:#}");
+}
+
+#[test]
+fn static_window_adds_a_neighbour_that_scar_rejects() {
+    let (query, _) = closing_question();
+    let scar = search_json(rfc_index(), &query, &["--k", "5"]);
+    let fixed = search_json(rfc_index(), &query, &["--k", "5", "--policy", "static"]);
+    let ids = |report: &Value| -> Vec<u64> {
+        report["ledger"]["context"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect()
+    };
+    let (scar_ids, static_ids) = (ids(&scar), ids(&fixed));
+    assert!(scar_ids.iter().all(|id| static_ids.contains(id)), "SCAR ⊆ static ±1");
+    let extra: Vec<u64> = static_ids.iter().copied().filter(|id| !scar_ids.contains(id)).collect();
+    assert!(!extra.is_empty());
+    let rejected: Vec<u64> = scar["ledger"]["seeds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["neighbours"].as_array().unwrap().clone())
+        .filter(|n| n["outcome"] == "rejected")
+        .map(|n| n["id"].as_u64().unwrap())
+        .collect();
+    for id in &extra {
+        assert!(rejected.contains(id), "chunk {id} is in static ±1 but SCAR did not reject it");
+    }
+    assert!(scar["ledger"]["context_tokens"].as_u64() < fixed["ledger"]["context_tokens"].as_u64());
+}
+
+#[test]
+fn json_output_follows_the_documented_schema() {
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(workspace().join("docs/schema/search-v1.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let (query, _) = closing_question();
+    for extra in [
+        &["--policy", "scar", "--window", "2"][..],
+        &["--policy", "static"],
+        &["--policy", "topk", "--first-stage", "bm25"],
+        &["--policy", "parent", "--first-stage", "hybrid"],
+        &["--budget-tokens", "300"],
+    ] {
+        let report = search_json(rfc_index(), &query, extra);
+        let errors: Vec<String> = validator.iter_errors(&report).map(|e| format!("{e} at {}", e.instance_path())).collect();
+        assert!(errors.is_empty(), "{extra:?}: {errors:#?}");
+        assert_eq!(report["schema"], "scar.search/1");
+    }
+    // The schema is strict enough to catch a renamed field.
+    let mut broken = search_json(rfc_index(), &query, &[]);
+    broken["ledger"]["seeds"][0]["query_cosine"] = broken["ledger"]["seeds"][0]["query_cos"].take();
+    assert!(!validator.is_valid(&broken));
+}

@@ -1,0 +1,30 @@
+//! Flags beat environment variables, which beat the config file, which beats the defaults.
+
+use crate::common::{run, scar};
+
+fn config(command: &mut std::process::Command) -> serde_json::Value {
+    serde_json::from_slice(&run(command.args(["config", "--json"])).stdout).unwrap()
+}
+
+#[test]
+fn each_setting_reports_where_it_came_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.toml");
+    std::fs::write(&file, "k = 9\ngamma = 0.7\nfirst_stage = \"hybrid\"\n").unwrap();
+    let mut command = scar(dir.path());
+    command.env("SCAR_CONFIG", &file).env("SCAR_GAMMA", "0.75");
+    let settings = config(&mut command)["settings"].clone();
+    assert_eq!(settings["k"], serde_json::json!({"value": "9", "source": "config_file"}));
+    assert_eq!(settings["gamma"], serde_json::json!({"value": "0.75", "source": "environment"}));
+    assert_eq!(settings["first_stage"]["value"], "hybrid");
+    assert_eq!(settings["lambda"], serde_json::json!({"value": "0.1", "source": "default"}));
+    assert_eq!(settings["index"]["source"], "flag");
+}
+
+#[test]
+fn a_bad_value_names_where_it_came_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = scar(dir.path()).env("SCAR_K", "many").args(["config"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("SCAR_K"));
+}
