@@ -9,7 +9,9 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use scar_embed::{EmbedOptions, Embedder, ModelLocator};
-use scar_index::{ChunkUnit, ChunkerConfig, IndexOptions, IndexProgress, VectorEncoding, index_paths};
+use scar_index::{
+    ChunkUnit, ChunkerConfig, IndexOptions, IndexProgress, VectorEncoding, index_paths,
+};
 
 use crate::settings::{Settings, Source};
 use crate::{display_path, index_exit};
@@ -42,6 +44,7 @@ pub struct IndexArgs {
     json: bool,
 }
 
+#[allow(clippy::too_many_lines)] // set-up, run, report: one screen each
 pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
     let dir = &settings.index.value;
     // An existing index keeps its model unless one was named explicitly (then a mismatch is an
@@ -51,17 +54,36 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
         _ => settings.model.value.clone(),
     };
     let files = ModelLocator::from_env(&settings.models_dir.value).locate(&model)?;
-    let embedder = Embedder::load(&files, &EmbedOptions { device: settings.device.value, ..Default::default() })?;
+    let embedder = Embedder::load(
+        &files,
+        &EmbedOptions {
+            device: settings.device.value,
+            ..Default::default()
+        },
+    )?;
     let chunker = ChunkerConfig {
-        unit: if args.chunk_chars.is_some() { ChunkUnit::Characters } else { ChunkUnit::Tokens },
-        capacity: args.chunk_chars.or(args.chunk_tokens).unwrap_or(ChunkerConfig::default().capacity),
+        unit: if args.chunk_chars.is_some() {
+            ChunkUnit::Characters
+        } else {
+            ChunkUnit::Tokens
+        },
+        capacity: args
+            .chunk_chars
+            .or(args.chunk_tokens)
+            .unwrap_or(ChunkerConfig::default().capacity),
         overlap: args.overlap,
         prepend_headings: args.prepend_headings,
     };
     let options = IndexOptions {
         chunker,
-        vectors: if args.f16 { VectorEncoding::F16 } else { VectorEncoding::F32 },
-        load: scar_index::load::LoadOptions { max_file_bytes: args.max_file_mib * 1024 * 1024 },
+        vectors: if args.f16 {
+            VectorEncoding::F16
+        } else {
+            VectorEncoding::F32
+        },
+        load: scar_index::load::LoadOptions {
+            max_file_bytes: args.max_file_mib * 1024 * 1024,
+        },
         ..IndexOptions::default()
     };
 
@@ -76,20 +98,40 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
     .context("installing the Ctrl-C handler")?;
 
     if !args.json {
-        eprintln!("indexing into {} with {} on {}", dir.display(), embedder.info().id, embedder.device_name());
+        eprintln!(
+            "indexing into {} with {} on {}",
+            dir.display(),
+            embedder.info().id,
+            embedder.device_name()
+        );
     }
     let bar = progress_bar(args.json);
-    let report = index_paths(dir, &args.paths, &embedder, &options, &mut |p| update(&bar, p), &cancel)?;
+    let report = index_paths(
+        dir,
+        &args.paths,
+        &embedder,
+        &options,
+        &mut |p| update(&bar, p),
+        &cancel,
+    )?;
     bar.finish_and_clear();
 
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         for skipped in &report.skipped {
-            eprintln!("skipped {}: {}", display_path(&skipped.path), skipped.reason);
+            eprintln!(
+                "skipped {}: {}",
+                display_path(&skipped.path),
+                skipped.reason
+            );
         }
         for warning in &report.warnings {
-            eprintln!("warning {}: {}", display_path(&warning.path), warning.reason);
+            eprintln!(
+                "warning {}: {}",
+                display_path(&warning.path),
+                warning.reason
+            );
         }
         let seconds = report.elapsed.as_secs_f64();
         println!(
@@ -103,10 +145,17 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
             report.tokens,
             seconds,
             report.tokens as f64 / seconds.max(1e-9),
-            if report.cancelled { "; cancelled, the rest is left for the next run" } else { "" },
+            if report.cancelled {
+                "; cancelled, the rest is left for the next run"
+            } else {
+                ""
+            },
         );
         if report.truncated > 0 {
-            println!("{} chunks were longer than the model's limit and were truncated for embedding", report.truncated);
+            println!(
+                "{} chunks were longer than the model's limit and were truncated for embedding",
+                report.truncated
+            );
         }
     }
     Ok(index_exit(report.is_complete()))
@@ -128,7 +177,9 @@ fn progress_bar(hidden: bool) -> ProgressBar {
 fn update(bar: &ProgressBar, progress: &IndexProgress) {
     bar.set_length(progress.bytes_total.max(1));
     bar.set_position(progress.bytes_done);
-    let eta = progress.eta().map_or_else(String::new, |eta| format!(", ETA {}", humanize(eta)));
+    let eta = progress
+        .eta()
+        .map_or_else(String::new, |eta| format!(", ETA {}", humanize(eta)));
     bar.set_message(format!(
         "{}/{} files, {} chunks, {:.0} tokens/s{eta}",
         progress.files_done,

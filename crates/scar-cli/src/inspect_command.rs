@@ -27,21 +27,37 @@ pub fn run(settings: &Settings, args: &InspectArgs) -> Result<ExitCode> {
     if args.verify {
         let problems = index.verify()?;
         if args.json {
-            println!("{}", serde_json::json!({ "consistent": problems.is_empty(), "problems": problems }));
+            println!(
+                "{}",
+                serde_json::json!({ "consistent": problems.is_empty(), "problems": problems })
+            );
         } else if problems.is_empty() {
-            println!("consistent: {} documents, {} chunks", index.documents().len(), index.len());
+            println!(
+                "consistent: {} documents, {} chunks",
+                index.documents().len(),
+                index.len()
+            );
         } else {
             for problem in &problems {
                 println!("{problem}");
             }
         }
-        return Ok(if problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+        return Ok(if problems.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
     }
     if let Some(id) = args.chunk {
         let Some(chunk) = index.chunk(ChunkId(id)) else {
-            bail!("the index has no chunk {id} (it holds {} chunks)", index.len());
+            bail!(
+                "the index has no chunk {id} (it holds {} chunks)",
+                index.len()
+            );
         };
-        let continuity_prev = index.neighbour(chunk.id, false).and_then(|p| index.continuity_next(p));
+        let continuity_prev = index
+            .neighbour(chunk.id, false)
+            .and_then(|p| index.continuity_next(p));
         let continuity_next = index.continuity_next(chunk.id);
         if args.json {
             println!(
@@ -54,7 +70,9 @@ pub fn run(settings: &Settings, args: &InspectArgs) -> Result<ExitCode> {
                 })
             );
         } else {
-            let fmt = |c: Option<f32>| c.map_or_else(|| "document edge".to_owned(), |c| format!("{c:.3}"));
+            let fmt = |c: Option<f32>| {
+                c.map_or_else(|| "document edge".to_owned(), |c| format!("{c:.3}"))
+            };
             println!(
                 "chunk {} = {} ¶{} (chars {}..{}, {} tokens)\nheadings: {}\ncontinuity with previous: {}, with next: {}\n\n{}",
                 chunk.id,
@@ -96,7 +114,11 @@ pub fn run(settings: &Settings, args: &InspectArgs) -> Result<ExitCode> {
             index.len()
         );
         for document in index.documents() {
-            println!("  {:>6} chunks  {}", document.chunk_count, display_path(&document.path));
+            println!(
+                "  {:>6} chunks  {}",
+                document.chunk_count,
+                display_path(&document.path)
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -28,8 +28,15 @@ pub fn run(settings: &Settings, action: &ModelsAction) -> Result<ExitCode> {
                     Some(Err(error)) => format!("broken: {error}"),
                     None => "not installed".to_owned(),
                 };
-                let default = if model.id == scar_embed::DEFAULT_MODEL { " (default)" } else { "" };
-                println!("{}{default}\n    revision {}\n    {place}", model.id, model.revision);
+                let default = if model.id == scar_embed::DEFAULT_MODEL {
+                    " (default)"
+                } else {
+                    ""
+                };
+                println!(
+                    "{}{default}\n    revision {}\n    {place}",
+                    model.id, model.revision
+                );
             }
         }
         ModelsAction::Fetch { name } => {

@@ -21,7 +21,10 @@ pub fn run(settings: &Settings, query: &str, json: bool, full: bool) -> Result<E
         return Ok(ExitCode::SUCCESS);
     }
     // What static ±1 would have taken from the same seeds: the saving SCAR is about.
-    let baseline = retriever.expand(&prepared, &Options::new(Policy::StaticWindow { window: 1 })?)?;
+    let baseline = retriever.expand(
+        &prepared,
+        &Options::new(Policy::StaticWindow { window: 1 })?,
+    )?;
     print_report(retriever.index(), &report, &baseline, full);
     Ok(ExitCode::SUCCESS)
 }
@@ -31,28 +34,55 @@ fn describe(policy: &Policy) -> String {
         Policy::TopK => "top-k".to_owned(),
         Policy::StaticWindow { window } => format!("static ±{window}"),
         Policy::Parent { block } => format!("parent (block {block})"),
-        Policy::Scar { lambda, gamma, window } => format!("SCAR ±{window}, λ = {lambda}, γ = {gamma}"),
+        Policy::Scar {
+            lambda,
+            gamma,
+            window,
+        } => format!("SCAR ±{window}, λ = {lambda}, γ = {gamma}"),
     }
 }
 
-fn print_report(index: &scar_index::Index, report: &SearchReport, baseline: &SearchReport, full: bool) {
+fn print_report(
+    index: &scar_index::Index,
+    report: &SearchReport,
+    baseline: &SearchReport,
+    full: bool,
+) {
     let ledger = &report.ledger;
     println!(
         "{} {}\n{}",
         style("question:").bold(),
         report.query,
-        style(format!("{} first stage, k = {}, {}", report.first_stage, report.k, describe(&ledger.policy))).dim()
+        style(format!(
+            "{} first stage, k = {}, {}",
+            report.first_stage,
+            report.k,
+            describe(&ledger.policy)
+        ))
+        .dim()
     );
     let place = |id| {
         index.chunk(id).map_or_else(
             || format!("chunk {id}"),
-            |c| format!("{} ¶{}", short(&c.document.path.to_string_lossy()), c.ordinal),
+            |c| {
+                format!(
+                    "{} ¶{}",
+                    short(&c.document.path.to_string_lossy()),
+                    c.ordinal
+                )
+            },
         )
     };
     println!("\n{}", style("decisions").bold().underlined());
     for seed in &ledger.seeds {
-        let bar = seed.bar.map_or_else(String::new, |b| format!("  bar γ·cos = {b:.3}"));
-        let status = if seed.in_context { "" } else { "  (over budget)" };
+        let bar = seed
+            .bar
+            .map_or_else(String::new, |b| format!("  bar γ·cos = {b:.3}"));
+        let status = if seed.in_context {
+            ""
+        } else {
+            "  (over budget)"
+        };
         println!(
             "{} {}  cos(q,c) = {:.3}{bar}{status}",
             style(format!("seed #{}", seed.rank)).cyan().bold(),
@@ -63,17 +93,43 @@ fn print_report(index: &scar_index::Index, report: &SearchReport, baseline: &Sea
             println!("    {}", neighbour_line(neighbour, &place));
         }
     }
-    println!("\n{}", style("context, in document order").bold().underlined());
+    println!(
+        "\n{}",
+        style("context, in document order").bold().underlined()
+    );
     for (n, chunk) in report.chunks.iter().enumerate() {
-        let role = if chunk.seed { style("seed").cyan() } else { style("neighbour").green() };
-        let heading = if chunk.heading_path.is_empty() { String::new() } else { format!("  {}", chunk.heading_path) };
-        println!("[{}] {} ¶{} ({role}, {} tokens){}", n + 1, short(&chunk.document), chunk.ordinal, chunk.tokens, style(heading).dim());
-        let text = if full { chunk.text.clone() } else { preview(&chunk.text) };
+        let role = if chunk.seed {
+            style("seed").cyan()
+        } else {
+            style("neighbour").green()
+        };
+        let heading = if chunk.heading_path.is_empty() {
+            String::new()
+        } else {
+            format!("  {}", chunk.heading_path)
+        };
+        println!(
+            "[{}] {} ¶{} ({role}, {} tokens){}",
+            n + 1,
+            short(&chunk.document),
+            chunk.ordinal,
+            chunk.tokens,
+            style(heading).dim()
+        );
+        let text = if full {
+            chunk.text.clone()
+        } else {
+            preview(&chunk.text)
+        };
         for line in text.lines() {
             println!("    {line}");
         }
     }
-    let saved = baseline.ledger.context.len().saturating_sub(ledger.context.len());
+    let saved = baseline
+        .ledger
+        .context
+        .len()
+        .saturating_sub(ledger.context.len());
     println!(
         "\n{} chunks, {} tokens; static ±1 on the same seeds: {} chunks, {} tokens ({saved} chunks saved)",
         ledger.context.len(),
@@ -82,7 +138,14 @@ fn print_report(index: &scar_index::Index, report: &SearchReport, baseline: &Sea
         baseline.ledger.context_tokens,
     );
     let t = &report.timings;
-    println!("{}", style(format!("embed {:.1} ms, first stage {:.1} ms, policy {:.3} ms", t.embed_ms, t.first_stage_ms, t.policy_ms)).dim());
+    println!(
+        "{}",
+        style(format!(
+            "embed {:.1} ms, first stage {:.1} ms, policy {:.3} ms",
+            t.embed_ms, t.first_stage_ms, t.policy_ms
+        ))
+        .dim()
+    );
 }
 
 fn neighbour_line(n: &NeighbourRecord, place: &dyn Fn(scar_core::ChunkId) -> String) -> String {
@@ -98,7 +161,8 @@ fn neighbour_line(n: &NeighbourRecord, place: &dyn Fn(scar_core::ChunkId) -> Str
         Outcome::DocumentEdge => ("| document edge", Style::new().dim()),
         Outcome::OverBudget => ("$ over budget", Style::new().yellow()),
     };
-    let target = n.id.map_or_else(String::new, |id| format!(" {}", place(id)));
+    let target =
+        n.id.map_or_else(String::new, |id| format!(" {}", place(id)));
     let mut scores = Vec::new();
     if let Some(q) = n.query_cos {
         scores.push(format!("cos(q,n) = {q:.3}"));
@@ -112,11 +176,19 @@ fn neighbour_line(n: &NeighbourRecord, place: &dyn Fn(scar_core::ChunkId) -> Str
     if let Some(m) = n.margin {
         scores.push(format!("margin {m:+.3}"));
     }
-    format!("{arrow}{} {:<22}{target}  {}", n.distance, colour.apply_to(label), scores.join("  "))
+    format!(
+        "{arrow}{} {:<22}{target}  {}",
+        n.distance,
+        colour.apply_to(label),
+        scores.join("  ")
+    )
 }
 
 fn short(path: &str) -> &str {
-    std::path::Path::new(path).file_name().and_then(|n| n.to_str()).unwrap_or(path)
+    std::path::Path::new(path)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(path)
 }
 
 /// The first three lines of a chunk, each cut at 100 characters.
@@ -125,7 +197,13 @@ fn preview(text: &str) -> String {
         .lines()
         .filter(|l| !l.trim().is_empty())
         .take(3)
-        .map(|l| if l.chars().count() > 100 { format!("{}…", l.chars().take(100).collect::<String>()) } else { l.to_owned() })
+        .map(|l| {
+            if l.chars().count() > 100 {
+                format!("{}…", l.chars().take(100).collect::<String>())
+            } else {
+                l.to_owned()
+            }
+        })
         .collect();
     if text.lines().filter(|l| !l.trim().is_empty()).count() > 3 {
         lines.push("…".to_owned());

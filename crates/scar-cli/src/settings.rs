@@ -55,8 +55,9 @@ impl FromStr for PolicyName {
     type Err = anyhow::Error;
 
     fn from_str(text: &str) -> Result<Self> {
-        <Self as clap::ValueEnum>::from_str(text, true)
-            .map_err(|_| anyhow::anyhow!("unknown policy `{text}`: use scar, static, topk or parent"))
+        <Self as clap::ValueEnum>::from_str(text, true).map_err(|_| {
+            anyhow::anyhow!("unknown policy `{text}`: use scar, static, topk or parent")
+        })
     }
 }
 
@@ -67,7 +68,8 @@ impl fmt::Display for PolicyName {
     }
 }
 
-/// Values given on the command line (None: not given).
+/// Values given on the command line (None: not given). The doc comments are clap's help text.
+#[allow(clippy::doc_markdown)]
 #[derive(Debug, Default, Clone, clap::Args)]
 pub struct SettingFlags {
     /// Index folder [env: SCAR_INDEX] [default: <data dir>/scar/index]
@@ -85,6 +87,7 @@ pub struct SettingFlags {
 }
 
 /// Search settings given on the command line.
+#[allow(clippy::doc_markdown)]
 #[derive(Debug, Default, Clone, clap::Args)]
 pub struct SearchFlags {
     /// Seeds taken from the first stage [env: SCAR_K] [default: 5]
@@ -146,14 +149,22 @@ struct Layers {
 impl Layers {
     fn read() -> Result<Self> {
         let environment = std::env::vars()
-            .filter_map(|(k, v)| k.strip_prefix("SCAR_").map(|key| (key.to_ascii_lowercase(), v)))
+            .filter_map(|(k, v)| {
+                k.strip_prefix("SCAR_")
+                    .map(|key| (key.to_ascii_lowercase(), v))
+            })
             .collect();
-        let path = std::env::var_os("SCAR_CONFIG").map(PathBuf::from).or_else(config_path);
+        let path = std::env::var_os("SCAR_CONFIG")
+            .map(PathBuf::from)
+            .or_else(config_path);
         let mut file = BTreeMap::new();
         let mut file_path = None;
         if let Some(path) = path.filter(|p| p.is_file()) {
-            let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-            let table: toml::Table = text.parse().with_context(|| format!("parsing {}", path.display()))?;
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            let table: toml::Table = text
+                .parse()
+                .with_context(|| format!("parsing {}", path.display()))?;
             for (key, value) in table {
                 let value = match value {
                     toml::Value::String(s) => s,
@@ -163,7 +174,11 @@ impl Layers {
             }
             file_path = Some(path);
         }
-        Ok(Self { environment, file, file_path })
+        Ok(Self {
+            environment,
+            file,
+            file_path,
+        })
     }
 
     fn resolve<T>(&self, key: &str, flag: Option<T>, default: T) -> Result<Setting<T>>
@@ -172,18 +187,34 @@ impl Layers {
         T::Err: fmt::Display,
     {
         if let Some(value) = flag {
-            return Ok(Setting { value, source: Source::Flag });
+            return Ok(Setting {
+                value,
+                source: Source::Flag,
+            });
         }
         for (layer, source, place) in [
-            (&self.environment, Source::Environment, format!("SCAR_{}", key.to_ascii_uppercase())),
-            (&self.file, Source::ConfigFile, format!("`{key}` in the config file")),
+            (
+                &self.environment,
+                Source::Environment,
+                format!("SCAR_{}", key.to_ascii_uppercase()),
+            ),
+            (
+                &self.file,
+                Source::ConfigFile,
+                format!("`{key}` in the config file"),
+            ),
         ] {
             if let Some(text) = layer.get(key) {
-                let value = text.parse().map_err(|e| anyhow::anyhow!("{place} = {text:?}: {e}"))?;
+                let value = text
+                    .parse()
+                    .map_err(|e| anyhow::anyhow!("{place} = {text:?}: {e}"))?;
                 return Ok(Setting { value, source });
             }
         }
-        Ok(Setting { value: default, source: Source::Default })
+        Ok(Setting {
+            value: default,
+            source: Source::Default,
+        })
     }
 }
 
@@ -194,19 +225,38 @@ struct OptionalCount(Option<usize>);
 impl FromStr for OptionalCount {
     type Err = std::num::ParseIntError;
     fn from_str(text: &str) -> std::result::Result<Self, Self::Err> {
-        if matches!(text.trim(), "" | "none" | "off") { Ok(Self(None)) } else { text.trim().parse().map(|n| Self(Some(n))) }
+        if matches!(text.trim(), "" | "none" | "off") {
+            Ok(Self(None))
+        } else {
+            text.trim().parse().map(|n| Self(Some(n)))
+        }
     }
 }
 
 impl Settings {
     pub fn resolve(flags: &SettingFlags, search: &SearchFlags) -> Result<Self> {
         let layers = Layers::read()?;
-        let default_index = dirs::data_dir().unwrap_or_else(|| PathBuf::from(".")).join("scar").join("index");
-        let budget = layers.resolve("budget_tokens", search.budget_tokens.map(|b| OptionalCount(Some(b))), OptionalCount(None))?;
+        let default_index = dirs::data_dir()
+            .unwrap_or_else(|| PathBuf::from("."))
+            .join("scar")
+            .join("index");
+        let budget = layers.resolve(
+            "budget_tokens",
+            search.budget_tokens.map(|b| OptionalCount(Some(b))),
+            OptionalCount(None),
+        )?;
         Ok(Self {
             index: layers.resolve("index", flags.index.clone(), default_index)?,
-            model: layers.resolve("model", flags.model.clone(), scar_embed::DEFAULT_MODEL.to_owned())?,
-            models_dir: layers.resolve("models_dir", flags.models_dir.clone(), PathBuf::from("models"))?,
+            model: layers.resolve(
+                "model",
+                flags.model.clone(),
+                scar_embed::DEFAULT_MODEL.to_owned(),
+            )?,
+            models_dir: layers.resolve(
+                "models_dir",
+                flags.models_dir.clone(),
+                PathBuf::from("models"),
+            )?,
             device: layers.resolve("device", flags.device, DeviceChoice::Auto)?,
             k: layers.resolve("k", search.k, 5)?,
             policy: layers.resolve("policy", search.policy, PolicyName::Scar)?,
@@ -215,7 +265,10 @@ impl Settings {
             gamma: layers.resolve("gamma", search.gamma, Policy::PAPER_GAMMA)?,
             parent_block: layers.resolve("parent_block", search.parent_block, 4)?,
             first_stage: layers.resolve("first_stage", search.first_stage, FirstStage::Dense)?,
-            budget_tokens: Setting { value: budget.value.0, source: budget.source },
+            budget_tokens: Setting {
+                value: budget.value.0,
+                source: budget.source,
+            },
             config_file: layers.file_path,
         })
     }
@@ -224,10 +277,16 @@ impl Settings {
     pub fn policy(&self) -> Result<scar_policy::Options> {
         let window = self.window.value;
         let policy = match self.policy.value {
-            PolicyName::Scar => Policy::Scar { lambda: self.lambda.value, gamma: self.gamma.value, window },
+            PolicyName::Scar => Policy::Scar {
+                lambda: self.lambda.value,
+                gamma: self.gamma.value,
+                window,
+            },
             PolicyName::Static => Policy::StaticWindow { window },
             PolicyName::Topk => Policy::TopK,
-            PolicyName::Parent => Policy::Parent { block: self.parent_block.value },
+            PolicyName::Parent => Policy::Parent {
+                block: self.parent_block.value,
+            },
         };
         if self.k.value == 0 {
             bail!("k must be at least 1");
@@ -237,7 +296,10 @@ impl Settings {
 
     /// `(name, value, source)` for every setting, for `scar config`.
     pub fn rows(&self) -> Vec<(&'static str, String, Source)> {
-        fn row<T: fmt::Display>(name: &'static str, s: &Setting<T>) -> (&'static str, String, Source) {
+        fn row<T: fmt::Display>(
+            name: &'static str,
+            s: &Setting<T>,
+        ) -> (&'static str, String, Source) {
             (name, s.value.to_string(), s.source)
         }
         let path = |name, s: &Setting<PathBuf>| (name, s.value.display().to_string(), s.source);
@@ -255,7 +317,9 @@ impl Settings {
             row("first_stage", &self.first_stage),
             (
                 "budget_tokens",
-                self.budget_tokens.value.map_or_else(|| "none".to_owned(), |b| b.to_string()),
+                self.budget_tokens
+                    .value
+                    .map_or_else(|| "none".to_owned(), |b| b.to_string()),
                 self.budget_tokens.source,
             ),
         ]

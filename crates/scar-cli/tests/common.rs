@@ -35,12 +35,22 @@ pub fn run(command: &mut Command) -> Output {
     output
 }
 
-/// RFC 9293 indexed once per test binary run (incremental, so reruns are instant).
+/// RFC 9293 indexed once per checkout (incremental, so reruns are instant); the folder is named
+/// after the corpus's location so that another checkout never shares it.
 pub fn rfc_index() -> &'static Path {
     static INDEX: OnceLock<PathBuf> = OnceLock::new();
     INDEX.get_or_init(|| {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("rfc9293-minilm-index");
-        let rfc = workspace().join("../shared/data/corpora/rfc9293.txt");
+        let rfc = workspace()
+            .join("../shared/data/corpora/rfc9293.txt")
+            .canonicalize()
+            .unwrap();
+        let mut hasher = std::hash::DefaultHasher::new();
+        std::hash::Hash::hash(&rfc, &mut hasher);
+        let name = format!(
+            "rfc9293-minilm-index-{:016x}",
+            std::hash::Hasher::finish(&hasher)
+        );
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
         run(scar(&dir).arg("index").arg(rfc).arg("--json"));
         dir
     })

@@ -6,23 +6,39 @@ fn fails_with(command: &mut std::process::Command, words: &str) {
     let output = command.output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{command:?}: {stderr}");
-    assert_eq!(stderr.lines().filter(|l| l.starts_with("error: ")).count(), 1, "{stderr}");
+    assert_eq!(
+        stderr.lines().filter(|l| l.starts_with("error: ")).count(),
+        1,
+        "{stderr}"
+    );
     assert!(stderr.contains(words), "expected {words:?} in {stderr}");
-    assert!(!stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"), "{stderr}");
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn searching_without_an_index_says_how_to_build_one() {
     let dir = tempfile::tempdir().unwrap();
-    fails_with(scar(&dir.path().join("none")).args(["search", "anything"]), "scar index");
+    fails_with(
+        scar(&dir.path().join("none")).args(["search", "anything"]),
+        "scar index",
+    );
 }
 
 #[test]
 fn empty_question_and_zero_k_are_refused() {
     let index = rfc_index();
     fails_with(scar(index).args(["search", "   "]), "empty");
-    fails_with(scar(index).args(["search", "window size", "--k", "0"]), "k must be at least 1");
-    fails_with(scar(index).args(["search", "window size", "--gamma", "1.5"]), "gamma");
+    fails_with(
+        scar(index).args(["search", "window size", "--k", "0"]),
+        "k must be at least 1",
+    );
+    fails_with(
+        scar(index).args(["search", "window size", "--gamma", "1.5"]),
+        "gamma",
+    );
 }
 
 #[test]
@@ -30,7 +46,9 @@ fn a_missing_model_names_the_fix() {
     let dir = tempfile::tempdir().unwrap();
     let docs = workspace().join("assets/example");
     fails_with(
-        scar(dir.path()).args(["--model", "BAAI/bge-small-en-v1.5", "index"]).arg(docs),
+        scar(dir.path())
+            .args(["--model", "BAAI/bge-small-en-v1.5", "index"])
+            .arg(docs),
         "scar models fetch",
     );
 }
@@ -50,10 +68,15 @@ fn indexing_with_another_model_is_refused() {
     manifest["model"]["id"] = "BAAI/bge-base-en-v1.5".into();
     std::fs::write(&manifest_path, manifest.to_string()).unwrap();
     // Searching loads the index's own model, which is not installed here.
-    fails_with(scar(copy.path()).args(["search", "window size"]), "bge-base");
+    fails_with(
+        scar(copy.path()).args(["search", "window size"]),
+        "bge-base",
+    );
     // Indexing with an explicitly named other model is a mismatch, and the index is untouched.
     fails_with(
-        scar(copy.path()).args(["--model", "all-MiniLM-L6-v2", "index"]).arg(workspace().join("assets/example")),
+        scar(copy.path())
+            .args(["--model", "all-MiniLM-L6-v2", "index"])
+            .arg(workspace().join("assets/example")),
         "was built with model",
     );
 }
@@ -62,7 +85,11 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         let path = entry.path();
-        if path.is_dir() { files.extend(walk(&path)) } else { files.push(path) }
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
     }
     files
 }

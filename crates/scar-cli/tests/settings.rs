@@ -14,17 +14,30 @@ fn each_setting_reports_where_it_came_from() {
     let mut command = scar(dir.path());
     command.env("SCAR_CONFIG", &file).env("SCAR_GAMMA", "0.75");
     let settings = config(&mut command)["settings"].clone();
-    assert_eq!(settings["k"], serde_json::json!({"value": "9", "source": "config_file"}));
-    assert_eq!(settings["gamma"], serde_json::json!({"value": "0.75", "source": "environment"}));
+    assert_eq!(
+        settings["k"],
+        serde_json::json!({"value": "9", "source": "config_file"})
+    );
+    assert_eq!(
+        settings["gamma"],
+        serde_json::json!({"value": "0.75", "source": "environment"})
+    );
     assert_eq!(settings["first_stage"]["value"], "hybrid");
-    assert_eq!(settings["lambda"], serde_json::json!({"value": "0.1", "source": "default"}));
+    assert_eq!(
+        settings["lambda"],
+        serde_json::json!({"value": "0.1", "source": "default"})
+    );
     assert_eq!(settings["index"]["source"], "flag");
 }
 
 #[test]
 fn a_bad_value_names_where_it_came_from() {
     let dir = tempfile::tempdir().unwrap();
-    let output = scar(dir.path()).env("SCAR_K", "many").args(["config"]).output().unwrap();
+    let output = scar(dir.path())
+        .env("SCAR_K", "many")
+        .args(["config"])
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("SCAR_K"));
 }

@@ -3,5 +3,6 @@
 
 mod common;
 mod errors;
+mod eval;
 mod rfc;
 mod settings;

@@ -2,11 +2,15 @@
 //! little-endian f32 to OUT, and prints throughput as JSON. Driven by `scripts/bench-embed`,
 //! which runs sentence-transformers on the same passages.
 //!
-//! Usage: embed_throughput MODEL_DIR PASSAGES.json BATCH_SIZE DEVICE OUT
+//! Usage: `embed_throughput MODEL_DIR PASSAGES.json BATCH_SIZE DEVICE OUT`
 
 use std::time::Instant;
 
 use scar_embed::{EmbedOptions, Embedder, ModelFiles};
+
+// The same allocator as the `scar` binary (see its main.rs for why).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
@@ -16,7 +20,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let device = device.parse()?;
     let passages: Vec<String> = serde_json::from_str(&std::fs::read_to_string(passages)?)?;
     let files = ModelFiles::from_dir(model_dir.as_str(), model_dir)?;
-    let options = EmbedOptions { device, batch_size: batch_size.parse()?, batch_tokens: usize::MAX, ..Default::default() };
+    let options = EmbedOptions {
+        device,
+        batch_size: batch_size.parse()?,
+        batch_tokens: usize::MAX,
+        ..Default::default()
+    };
     let embedder = Embedder::load(&files, &options)?;
     let texts: Vec<&str> = passages.iter().map(String::as_str).collect();
     // One warm-up batch so that both sides are measured without first-call costs.
@@ -29,7 +38,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "passages": texts.len(), "tokens": tokens, "seconds": seconds,
         "tokens_per_second": tokens as f64 / seconds, "device": embedder.device_name(),
     });
-    let bytes: Vec<u8> = embeddings.data.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let bytes: Vec<u8> = embeddings
+        .data
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
     std::fs::write(out, bytes)?;
     println!("{json}");
     Ok(())

@@ -48,7 +48,6 @@ impl DeviceChoice {
     /// Opens the device. `Auto` falls back to the CPU when no GPU can be used.
     pub(crate) fn open(self) -> Result<Device> {
         match self {
-            Self::Cpu => Ok(Device::Cpu),
             Self::Cuda(ordinal) if candle_core::utils::cuda_is_available() => {
                 Device::new_cuda(ordinal).map_err(|error| EmbedError::CudaUnavailable {
                     ordinal,
@@ -59,7 +58,7 @@ impl DeviceChoice {
             Self::Auto if candle_core::utils::cuda_is_available() => {
                 Ok(Device::new_cuda(0).unwrap_or(Device::Cpu))
             }
-            Self::Auto => Ok(Device::Cpu),
+            Self::Cpu | Self::Auto => Ok(Device::Cpu),
         }
     }
 }
@@ -71,8 +70,14 @@ mod tests {
     #[test]
     fn parses_what_people_type() {
         assert_eq!("cpu".parse::<DeviceChoice>().unwrap(), DeviceChoice::Cpu);
-        assert_eq!("CUDA".parse::<DeviceChoice>().unwrap(), DeviceChoice::Cuda(0));
-        assert_eq!("cuda:2".parse::<DeviceChoice>().unwrap(), DeviceChoice::Cuda(2));
+        assert_eq!(
+            "CUDA".parse::<DeviceChoice>().unwrap(),
+            DeviceChoice::Cuda(0)
+        );
+        assert_eq!(
+            "cuda:2".parse::<DeviceChoice>().unwrap(),
+            DeviceChoice::Cuda(2)
+        );
         assert_eq!("auto".parse::<DeviceChoice>().unwrap(), DeviceChoice::Auto);
         assert!("tpu".parse::<DeviceChoice>().is_err());
         assert!("cuda:x".parse::<DeviceChoice>().is_err());
@@ -81,7 +86,10 @@ mod tests {
     #[test]
     fn cuda_without_the_feature_is_a_clear_error() {
         if !candle_core::utils::cuda_is_available() {
-            assert!(matches!(DeviceChoice::Cuda(0).open(), Err(EmbedError::CudaNotCompiled)));
+            assert!(matches!(
+                DeviceChoice::Cuda(0).open(),
+                Err(EmbedError::CudaNotCompiled)
+            ));
             assert!(matches!(DeviceChoice::Auto.open(), Ok(Device::Cpu)));
         }
     }

@@ -26,7 +26,12 @@ pub struct EmbedOptions {
 
 impl Default for EmbedOptions {
     fn default() -> Self {
-        Self { device: DeviceChoice::Auto, batch_tokens: 16_384, batch_size: 64, query_prefix: None }
+        Self {
+            device: DeviceChoice::Auto,
+            batch_tokens: 16_384,
+            batch_size: 64,
+            query_prefix: None,
+        }
     }
 }
 
@@ -103,7 +108,10 @@ pub struct Embedder {
 
 impl std::fmt::Debug for Embedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Embedder").field("info", &self.info).field("dir", &self.dir).finish()
+        f.debug_struct("Embedder")
+            .field("info", &self.info)
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
     }
 }
 
@@ -123,9 +131,16 @@ impl Embedder {
             .map(|p| p.pad_id)
             .or_else(|| tokenizer.token_to_id("[PAD]"))
             .unwrap_or(config.pad_token_id as u32);
-        let dtype = if device.is_cuda() { DType::F16 } else { DType::F32 };
+        let dtype = if device.is_cuda() {
+            DType::F16
+        } else {
+            DType::F32
+        };
         let weights = dir.join("model.safetensors");
-        let model_error = |source| EmbedError::Model { dir: dir.clone(), source };
+        let model_error = |source| EmbedError::Model {
+            dir: dir.clone(),
+            source,
+        };
         // SAFETY: the weights file is mapped read-only and the mapping lives as long as the
         // model; a file changed underneath a running process is outside what we can guard.
         #[allow(unsafe_code)]
@@ -176,7 +191,10 @@ impl Embedder {
     /// Tokens in `text` without special tokens and without truncation: what a text costs in a
     /// prompt or a context budget.
     pub fn count_tokens(&self, text: &str) -> Result<usize> {
-        let mut encoding = self.tokenizer.encode(text, false).map_err(|e| self.tokenizer_error(&e))?;
+        let mut encoding = self
+            .tokenizer
+            .encode(text, false)
+            .map_err(|e| self.tokenizer_error(&e))?;
         let overflow = encoding.take_overflowing();
         Ok(encoding.len() + overflow.iter().map(Encoding::len).sum::<usize>())
     }
@@ -203,7 +221,10 @@ impl Embedder {
         let dimension = self.info.dimension;
         let mut data = vec![0.0f32; texts.len() * dimension];
         let token_counts: Vec<usize> = encodings.iter().map(Encoding::len).collect();
-        let truncated = encodings.iter().filter(|e| !e.get_overflowing().is_empty()).count();
+        let truncated = encodings
+            .iter()
+            .filter(|e| !e.get_overflowing().is_empty())
+            .count();
 
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(token_counts[i]));
@@ -216,14 +237,26 @@ impl Embedder {
             }
             done += batch.len();
             tokens += batch.iter().map(|&i| token_counts[i]).sum::<usize>();
-            progress(EmbedProgress { done, total: texts.len(), tokens });
+            progress(EmbedProgress {
+                done,
+                total: texts.len(),
+                tokens,
+            });
         }
-        Ok(Embeddings { dimension, data, token_counts, truncated })
+        Ok(Embeddings {
+            dimension,
+            data,
+            token_counts,
+            truncated,
+        })
     }
 
     /// One forward pass over a batch; returns the pooled, normalised rows laid end to end.
     fn forward<'a>(&self, batch: impl ExactSizeIterator<Item = &'a Encoding>) -> Result<Vec<f32>> {
-        let model_error = |source| EmbedError::Model { dir: self.dir.clone(), source };
+        let model_error = |source| EmbedError::Model {
+            dir: self.dir.clone(),
+            source,
+        };
         let batch: Vec<&Encoding> = batch.collect();
         let width = batch.iter().map(|e| e.len()).max().unwrap_or(0);
         let mut ids = Vec::with_capacity(batch.len() * width);
@@ -249,14 +282,21 @@ impl Embedder {
                 }
             }
             .to_dtype(DType::F32)?;
-            let norms = pooled.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f32::MAX)?;
+            let norms = pooled
+                .sqr()?
+                .sum_keepdim(1)?
+                .sqrt()?
+                .clamp(1e-12, f32::MAX)?;
             pooled.broadcast_div(&norms)?.flatten_all()?.to_vec1()
         };
         run().map_err(model_error)
     }
 
     fn tokenizer_error(&self, error: &tokenizers::Error) -> EmbedError {
-        EmbedError::Tokenizer { dir: self.dir.clone(), reason: error.to_string() }
+        EmbedError::Tokenizer {
+            dir: self.dir.clone(),
+            reason: error.to_string(),
+        }
     }
 }
 
@@ -285,11 +325,17 @@ fn pack_batches<'a>(
 /// per batch ourselves, and truncate at the model's own limit.
 fn load_tokenizer(dir: &std::path::Path, max_tokens: usize) -> Result<Tokenizer> {
     let path = dir.join("tokenizer.json");
-    let bad = |reason: String| EmbedError::BadFile { path: path.clone(), reason };
+    let bad = |reason: String| EmbedError::BadFile {
+        path: path.clone(),
+        reason,
+    };
     let mut tokenizer = Tokenizer::from_file(&path).map_err(|e| bad(e.to_string()))?;
     tokenizer.with_padding(None);
     tokenizer
-        .with_truncation(Some(TruncationParams { max_length: max_tokens, ..Default::default() }))
+        .with_truncation(Some(TruncationParams {
+            max_length: max_tokens,
+            ..Default::default()
+        }))
         .map_err(|e| bad(e.to_string()))?;
     Ok(tokenizer)
 }
@@ -308,6 +354,10 @@ mod tests {
         assert_eq!(batches, vec![&[1][..], &[3, 4][..], &[0, 5, 2][..]]);
         let covered: usize = batches.iter().map(|b| b.len()).sum();
         assert_eq!(covered, lengths.len());
-        assert!(pack_batches(&order, &lengths, 10_000, 2).iter().all(|b| b.len() <= 2));
+        assert!(
+            pack_batches(&order, &lengths, 10_000, 2)
+                .iter()
+                .all(|b| b.len() <= 2)
+        );
     }
 }

@@ -42,7 +42,9 @@ pub enum EmbedError {
     #[error("unknown device `{0}`: use cpu, cuda, cuda:N or auto")]
     BadDevice(String),
     /// CUDA was asked for but this build has no CUDA support.
-    #[error("CUDA was requested but this build has no CUDA support; rebuild with `--features cuda`")]
+    #[error(
+        "CUDA was requested but this build has no CUDA support; rebuild with `--features cuda`"
+    )]
     CudaNotCompiled,
     /// CUDA is compiled in but the device cannot be opened.
     #[error("cannot open CUDA device {ordinal}: {reason}")]

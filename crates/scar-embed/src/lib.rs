@@ -1,4 +1,4 @@
-//! Sentence embeddings from BERT-family models (BGE, MiniLM and the like) with candle, on CPU
+//! Sentence embeddings from BERT-family models (BGE, `MiniLM` and the like) with candle, on CPU
 //! or, with the `cuda` feature, on an NVIDIA GPU.
 //!
 //! A model is found by [`ModelLocator`] (a folder, `models/<name>/`, the Hugging Face cache, or
@@ -26,4 +26,6 @@ mod model;
 pub use device::DeviceChoice;
 pub use embedder::{EmbedOptions, EmbedProgress, Embedder, Embeddings, ModelInfo};
 pub use error::{EmbedError, Result};
-pub use model::{DEFAULT_MODEL, KNOWN_MODELS, KnownModel, ModelFiles, ModelLocator, Pooling, known_model};
+pub use model::{
+    DEFAULT_MODEL, KNOWN_MODELS, KnownModel, ModelFiles, ModelLocator, Pooling, known_model,
+};

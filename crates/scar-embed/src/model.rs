@@ -72,8 +72,11 @@ fn short_name(id: &str) -> &str {
 /// Files every model folder must hold.
 const REQUIRED_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
 /// sentence-transformers files that, when present, say how to pool and where to truncate.
-const OPTIONAL_FILES: [&str; 3] =
-    ["modules.json", "sentence_bert_config.json", "1_Pooling/config.json"];
+const OPTIONAL_FILES: [&str; 3] = [
+    "modules.json",
+    "sentence_bert_config.json",
+    "1_Pooling/config.json",
+];
 
 /// A model folder on disk, with the name it was asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,7 +96,10 @@ impl ModelFiles {
                 return Err(EmbedError::MissingFile { dir, file });
             }
         }
-        Ok(Self { name: name.into(), dir })
+        Ok(Self {
+            name: name.into(),
+            dir,
+        })
     }
 
     /// The stable id recorded in indexes: the hub id for known models, else the name as given.
@@ -120,7 +126,11 @@ impl ModelLocator {
     #[must_use]
     pub fn from_env(models_dir: impl Into<PathBuf>) -> Self {
         let offline = std::env::var("HF_HUB_OFFLINE").is_ok_and(|v| !v.is_empty() && v != "0");
-        Self { models_dir: models_dir.into(), hub_cache: hf_hub::Cache::from_env(), offline }
+        Self {
+            models_dir: models_dir.into(),
+            hub_cache: hf_hub::Cache::from_env(),
+            offline,
+        }
     }
 
     /// Replaces the Hugging Face cache folder (the one that holds `models--org--name`).
@@ -206,11 +216,20 @@ impl ModelLocator {
             revision.to_owned(),
         );
         // A snapshot named by the commit itself (what other clients leave) or by a ref.
-        let snapshot = self.hub_cache.path().join(repo.folder_name()).join("snapshots").join(revision);
+        let snapshot = self
+            .hub_cache
+            .path()
+            .join(repo.folder_name())
+            .join("snapshots")
+            .join(revision);
         let dir = if snapshot.join(REQUIRED_FILES[0]).is_file() {
             snapshot
         } else {
-            self.hub_cache.repo(repo).get(REQUIRED_FILES[0])?.parent()?.to_path_buf()
+            self.hub_cache
+                .repo(repo)
+                .get(REQUIRED_FILES[0])?
+                .parent()?
+                .to_path_buf()
         };
         ModelFiles::from_dir(id, dir).ok()
     }
@@ -267,10 +286,14 @@ struct SentenceBertConfig {
 }
 
 pub(crate) fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
-    let text = fs_err::read_to_string(path)
-        .map_err(|e| EmbedError::BadFile { path: path.to_owned(), reason: e.to_string() })?;
-    serde_json::from_str(&text)
-        .map_err(|e| EmbedError::BadFile { path: path.to_owned(), reason: e.to_string() })
+    let text = fs_err::read_to_string(path).map_err(|e| EmbedError::BadFile {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    })?;
+    serde_json::from_str(&text).map_err(|e| EmbedError::BadFile {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    })
 }
 
 impl ModelTraits {
@@ -284,7 +307,10 @@ impl ModelTraits {
                 Some(module) => {
                     let path = files.dir.join(&module.path).join("config.json");
                     let config: PoolingConfig = read_json(&path)?;
-                    match (config.pooling_mode_cls_token, config.pooling_mode_mean_tokens) {
+                    match (
+                        config.pooling_mode_cls_token,
+                        config.pooling_mode_mean_tokens,
+                    ) {
                         (true, _) => Pooling::Cls,
                         (false, true) => Pooling::Mean,
                         (false, false) => {
@@ -302,12 +328,20 @@ impl ModelTraits {
         };
         let sbert_path = files.dir.join("sentence_bert_config.json");
         let max_tokens = if sbert_path.is_file() {
-            read_json::<SentenceBertConfig>(&sbert_path)?.max_seq_length.min(max_positions)
+            read_json::<SentenceBertConfig>(&sbert_path)?
+                .max_seq_length
+                .min(max_positions)
         } else {
             max_positions.min(512)
         };
-        let query_prefix = known_model(&files.name).map_or("", |m| m.query_prefix).to_owned();
-        Ok(Self { pooling, max_tokens, query_prefix })
+        let query_prefix = known_model(&files.name)
+            .map_or("", |m| m.query_prefix)
+            .to_owned();
+        Ok(Self {
+            pooling,
+            max_tokens,
+            query_prefix,
+        })
     }
 }
 
@@ -343,7 +377,10 @@ mod tests {
                 r#"[{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"},
                     {"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.models.Pooling"}]"#,
             ),
-            ("1_Pooling/config.json", r#"{"pooling_mode_mean_tokens": true}"#),
+            (
+                "1_Pooling/config.json",
+                r#"{"pooling_mode_mean_tokens": true}"#,
+            ),
             ("sentence_bert_config.json", r#"{"max_seq_length": 256}"#),
         ]);
         let files = ModelFiles::from_dir("all-MiniLM-L6-v2", dir.path()).unwrap();
@@ -368,14 +405,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let error = ModelFiles::from_dir("x", dir.path()).unwrap_err();
         assert!(error.to_string().contains("config.json"), "{error}");
-        assert!(error.to_string().contains(&dir.path().display().to_string()));
+        assert!(
+            error
+                .to_string()
+                .contains(&dir.path().display().to_string())
+        );
     }
 
     #[test]
     fn offline_with_nothing_installed_says_what_to_run() {
         let models = tempfile::tempdir().unwrap();
         let cache = tempfile::tempdir().unwrap();
-        let locator = ModelLocator::from_env(models.path()).with_hub_cache(cache.path()).offline(true);
+        let locator = ModelLocator::from_env(models.path())
+            .with_hub_cache(cache.path())
+            .offline(true);
         let error = locator.locate("BAAI/bge-large-en-v1.5").unwrap_err();
         assert!(error.to_string().contains("scar models fetch"), "{error}");
     }
@@ -386,14 +429,18 @@ mod tests {
         let installed = fake_model_dir(&[]);
         std::fs::rename(installed.path(), models.path().join("all-MiniLM-L6-v2")).unwrap();
         let cache = tempfile::tempdir().unwrap();
-        let locator = ModelLocator::from_env(models.path()).with_hub_cache(cache.path()).offline(true);
-        let found = locator.locate("sentence-transformers/all-MiniLM-L6-v2").unwrap();
+        let locator = ModelLocator::from_env(models.path())
+            .with_hub_cache(cache.path())
+            .offline(true);
+        let found = locator
+            .locate("sentence-transformers/all-MiniLM-L6-v2")
+            .unwrap();
         assert_eq!(found.dir, models.path().join("all-MiniLM-L6-v2"));
         assert_eq!(found.model_id(), "sentence-transformers/all-MiniLM-L6-v2");
 
-        let snapshot = cache
-            .path()
-            .join("models--BAAI--bge-small-en-v1.5/snapshots/5c38ec7c405ec4b44b94cc5a9bb96e735b38267a");
+        let snapshot = cache.path().join(
+            "models--BAAI--bge-small-en-v1.5/snapshots/5c38ec7c405ec4b44b94cc5a9bb96e735b38267a",
+        );
         std::fs::create_dir_all(&snapshot).unwrap();
         for file in REQUIRED_FILES {
             std::fs::write(snapshot.join(file), "{}").unwrap();

@@ -12,8 +12,14 @@ pub fn minilm() -> Embedder {
     let dir = models_dir().join("all-MiniLM-L6-v2");
     let files = ModelFiles::from_dir("sentence-transformers/all-MiniLM-L6-v2", &dir)
         .unwrap_or_else(|e| panic!("{e}: run scripts/fetch-test-models first"));
-    Embedder::load(&files, &EmbedOptions { device: DeviceChoice::Cpu, ..EmbedOptions::default() })
-        .unwrap()
+    Embedder::load(
+        &files,
+        &EmbedOptions {
+            device: DeviceChoice::Cpu,
+            ..EmbedOptions::default()
+        },
+    )
+    .unwrap()
 }
 
 pub use scar_core::cosine;

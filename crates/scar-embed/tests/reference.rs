@@ -1,4 +1,4 @@
-//! all-MiniLM-L6-v2 against vectors from an independent implementation (PyTorch
+//! `all-MiniLM-L6-v2` against vectors from an independent implementation (`PyTorch`
 //! sentence-transformers), written by `scripts/reference-embeddings.py`.
 
 use serde::Deserialize;
@@ -19,7 +19,10 @@ struct Case {
 }
 
 fn fixture() -> Fixture {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/minilm-reference.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/minilm-reference.json"
+    );
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
@@ -37,12 +40,21 @@ fn minilm_matches_sentence_transformers() {
         assert!(similarity >= 0.9999, "{:?}: cosine {similarity}", case.text);
         let length: f32 = ours.row(i).iter().map(|x| x * x).sum::<f32>().sqrt();
         assert!((length - 1.0).abs() < 1e-4);
-        assert_eq!(ours.token_counts[i], case.untruncated_tokens.min(fixture.max_seq_length));
+        assert_eq!(
+            ours.token_counts[i],
+            case.untruncated_tokens.min(fixture.max_seq_length)
+        );
     }
-    let expected_truncated =
-        fixture.cases.iter().filter(|c| c.untruncated_tokens > fixture.max_seq_length).count();
+    let expected_truncated = fixture
+        .cases
+        .iter()
+        .filter(|c| c.untruncated_tokens > fixture.max_seq_length)
+        .count();
     assert_eq!(ours.truncated, expected_truncated);
-    assert!(expected_truncated >= 1, "the fixture must hold a text longer than the limit");
+    assert!(
+        expected_truncated >= 1,
+        "the fixture must hold a text longer than the limit"
+    );
 }
 
 #[test]
@@ -62,8 +74,16 @@ fn progress_reports_every_text() {
     let embedder = minilm();
     let texts = vec!["one short text"; 50];
     let mut last = None;
-    embedder.embed_passages(&texts, &mut |p| last = Some(p)).unwrap();
+    embedder
+        .embed_passages(&texts, &mut |p| last = Some(p))
+        .unwrap();
     let last = last.unwrap();
     assert_eq!((last.done, last.total), (50, 50));
-    assert_eq!(last.tokens, 50 * embedder.embed_passages(&texts[..1], &mut |_| {}).unwrap().token_counts[0]);
+    assert_eq!(
+        last.tokens,
+        50 * embedder
+            .embed_passages(&texts[..1], &mut |_| {})
+            .unwrap()
+            .token_counts[0]
+    );
 }

@@ -1,4 +1,5 @@
 //! Integration tests of scar-embed, compiled as one binary.
+#![allow(clippy::unwrap_used)]
 
 mod common;
 mod reference;

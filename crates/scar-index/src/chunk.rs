@@ -36,7 +36,12 @@ pub struct ChunkerConfig {
 
 impl Default for ChunkerConfig {
     fn default() -> Self {
-        Self { unit: ChunkUnit::Tokens, capacity: 160, overlap: 0, prepend_headings: false }
+        Self {
+            unit: ChunkUnit::Tokens,
+            capacity: 160,
+            overlap: 0,
+            prepend_headings: false,
+        }
     }
 }
 
@@ -56,7 +61,11 @@ pub struct ChunkSpan {
 impl ChunkSpan {
     /// What the model embeds for this chunk.
     #[must_use]
-    pub fn embedding_text<'a>(&self, text: &'a str, prepend_headings: bool) -> std::borrow::Cow<'a, str> {
+    pub fn embedding_text<'a>(
+        &self,
+        text: &'a str,
+        prepend_headings: bool,
+    ) -> std::borrow::Cow<'a, str> {
         let own = &text[self.bytes.clone()];
         if prepend_headings && !self.heading_path.is_empty() {
             format!("{}\n\n{own}", self.heading_path).into()
@@ -68,7 +77,8 @@ impl ChunkSpan {
 
 enum Splitters {
     Characters(TextSplitter<Characters>, MarkdownSplitter<Characters>),
-    Tokens(TextSplitter<Tokenizer>, MarkdownSplitter<Tokenizer>),
+    // Boxed: a tokenizer makes this variant far larger than the other.
+    Tokens(Box<(TextSplitter<Tokenizer>, MarkdownSplitter<Tokenizer>)>),
 }
 
 /// Cuts documents according to a [`ChunkerConfig`].
@@ -106,10 +116,10 @@ impl Chunker {
                         .with_overlap(config.overlap)
                         .map(|c| c.with_sizer(tokenizer.clone()))
                 };
-                Splitters::Tokens(
+                Splitters::Tokens(Box::new((
                     TextSplitter::new(make().map_err(|e| bad(&e))?),
                     MarkdownSplitter::new(make().map_err(|e| bad(&e))?),
-                )
+                )))
             }
         };
         Ok(Self { splitters })
@@ -121,10 +131,10 @@ impl Chunker {
         let text = document.text.as_str();
         let markdown = document.format == Format::Markdown;
         let pieces: Vec<(usize, usize, &str)> = match &self.splitters {
-            Splitters::Characters(plain, md) if markdown => collect(md.chunk_char_indices(text)),
+            Splitters::Characters(_, md) if markdown => collect(md.chunk_char_indices(text)),
             Splitters::Characters(plain, _) => collect(plain.chunk_char_indices(text)),
-            Splitters::Tokens(_, md) if markdown => collect(md.chunk_char_indices(text)),
-            Splitters::Tokens(plain, _) => collect(plain.chunk_char_indices(text)),
+            Splitters::Tokens(pair) if markdown => collect(pair.1.chunk_char_indices(text)),
+            Splitters::Tokens(pair) => collect(pair.0.chunk_char_indices(text)),
         };
         let mut headings = HeadingTracker::new(&document.headings);
         pieces
@@ -145,7 +155,9 @@ impl Chunker {
 fn collect<'t>(
     pieces: impl Iterator<Item = text_splitter::ChunkCharIndex<'t>>,
 ) -> Vec<(usize, usize, &'t str)> {
-    pieces.map(|p| (p.byte_offset, p.char_offset, p.chunk)).collect()
+    pieces
+        .map(|p| (p.byte_offset, p.char_offset, p.chunk))
+        .collect()
 }
 
 /// Walks headings in document order, keeping the stack of those enclosing the current offset.
@@ -157,7 +169,11 @@ struct HeadingTracker<'a> {
 
 impl<'a> HeadingTracker<'a> {
     fn new(headings: &'a [Heading]) -> Self {
-        Self { headings, next: 0, stack: Vec::new() }
+        Self {
+            headings,
+            next: 0,
+            stack: Vec::new(),
+        }
     }
 
     /// Heading path and section index at `offset`; offsets must not decrease between calls.
@@ -167,7 +183,12 @@ impl<'a> HeadingTracker<'a> {
             self.stack.push(heading);
             self.next += 1;
         }
-        let path = self.stack.iter().map(|h| h.title.as_str()).collect::<Vec<_>>().join(" > ");
+        let path = self
+            .stack
+            .iter()
+            .map(|h| h.title.as_str())
+            .collect::<Vec<_>>()
+            .join(" > ");
         let section = self.next.checked_sub(1).map(|i| i as u32);
         (path, section)
     }
@@ -188,8 +209,16 @@ mod tests {
     }
 
     fn characters(capacity: usize) -> Chunker {
-        let config = ChunkerConfig { unit: ChunkUnit::Characters, capacity, ..Default::default() };
-        Chunker::new(&config, &Tokenizer::new(tokenizers::models::bpe::BPE::default())).unwrap()
+        let config = ChunkerConfig {
+            unit: ChunkUnit::Characters,
+            capacity,
+            ..Default::default()
+        };
+        Chunker::new(
+            &config,
+            &Tokenizer::new(tokenizers::models::bpe::BPE::default()),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -204,32 +233,58 @@ mod tests {
             assert_eq!(by_chars, &text[chunk.bytes.clone()]);
             assert!(chunk.chars.len() <= 30);
         }
-        assert!(chunks.windows(2).all(|w| w[0].bytes.end <= w[1].bytes.start), "disjoint, ordered");
+        assert!(
+            chunks
+                .windows(2)
+                .all(|w| w[0].bytes.end <= w[1].bytes.start),
+            "disjoint, ordered"
+        );
     }
 
     #[test]
     fn chunks_carry_their_heading_path_and_section() {
         let text = "# Intro\nHello there.\n## Details\nMore words here.\n# Next\nLast part.";
         let headings = vec![
-            Heading { offset: 0, level: 1, title: "Intro".into() },
-            Heading { offset: 21, level: 2, title: "Details".into() },
-            Heading { offset: 49, level: 1, title: "Next".into() },
+            Heading {
+                offset: 0,
+                level: 1,
+                title: "Intro".into(),
+            },
+            Heading {
+                offset: 21,
+                level: 2,
+                title: "Details".into(),
+            },
+            Heading {
+                offset: 49,
+                level: 1,
+                title: "Next".into(),
+            },
         ];
         let doc = document(Format::Markdown, text, headings);
         let chunks = characters(20).chunk(&doc);
-        let details = chunks.iter().find(|c| text[c.bytes.clone()].contains("More")).unwrap();
+        let details = chunks
+            .iter()
+            .find(|c| text[c.bytes.clone()].contains("More"))
+            .unwrap();
         assert_eq!(details.heading_path, "Intro > Details");
         assert_eq!(details.section, Some(1));
         let last = chunks.last().unwrap();
         assert_eq!(last.heading_path, "Next");
         assert_eq!(last.section, Some(2));
-        assert_eq!(last.embedding_text(text, true), format!("Next\n\n{}", &text[last.bytes.clone()]));
+        assert_eq!(
+            last.embedding_text(text, true),
+            format!("Next\n\n{}", &text[last.bytes.clone()])
+        );
         assert_eq!(last.embedding_text(text, false), &text[last.bytes.clone()]);
     }
 
     #[test]
     fn zero_capacity_is_refused() {
-        let config = ChunkerConfig { capacity: 0, ..Default::default() };
+        let config = ChunkerConfig {
+            capacity: 0,
+            ..Default::default()
+        };
         let tokenizer = Tokenizer::new(tokenizers::models::bpe::BPE::default());
         assert!(Chunker::new(&config, &tokenizer).is_err());
     }

@@ -1,5 +1,7 @@
 //! Exact dense search over the memory-mapped vector matrix.
 
+use std::ops::Range;
+
 use rayon::prelude::*;
 use scar_core::{ChunkId, dot};
 
@@ -13,38 +15,59 @@ impl Index {
     /// best first. Exact: every live row is scored, in parallel, streaming through the matrix.
     #[must_use]
     pub fn dense_search(&self, query: &[f32], k: usize) -> Vec<(ChunkId, f32)> {
-        if k == 0 || query.len() != self.manifest().model.dimension {
+        let dimension = self.manifest().model.dimension;
+        if query.len() != dimension {
             return Vec::new();
         }
-        let query_norm = scar_core::norm(query).max(f32::MIN_POSITIVE);
-        let tasks: Vec<std::ops::Range<u32>> = self
+        let rows: Vec<Range<u32>> = self
             .documents()
             .iter()
-            .flat_map(|d| {
-                let rows = d.rows();
-                (rows.start..rows.end)
-                    .step_by(ROWS_PER_TASK as usize)
-                    .map(move |start| start..(start + ROWS_PER_TASK).min(rows.end))
-            })
+            .map(crate::DocumentEntry::rows)
             .collect();
-        let mut best: Vec<(ChunkId, f32)> = tasks
-            .into_par_iter()
-            .map(|rows| {
-                let mut top = TopK::new(k);
-                for row in rows {
-                    let id = ChunkId(row);
-                    top.offer(id, dot(query, self.embedding(id)) / query_norm);
-                }
-                top.into_vec()
-            })
-            .reduce(Vec::new, |mut a, b| {
-                a.extend(b);
-                a
-            });
-        best.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        best.truncate(k);
-        best
+        exact_top_k(self.matrix(), dimension, &rows, query, k)
     }
+}
+
+/// The `k` rows of a row-major matrix of unit vectors with the highest cosine to `query`,
+/// among the rows in `rows`, best first (ties by row). Rows are scored in parallel tasks of a
+/// few thousand, each streaming through its stretch of the matrix and keeping its own top k.
+#[must_use]
+pub fn exact_top_k(
+    matrix: &[f32],
+    dimension: usize,
+    rows: &[Range<u32>],
+    query: &[f32],
+    k: usize,
+) -> Vec<(ChunkId, f32)> {
+    if k == 0 || dimension == 0 {
+        return Vec::new();
+    }
+    let query_norm = scar_core::norm(query).max(f32::MIN_POSITIVE);
+    let tasks: Vec<Range<u32>> = rows
+        .iter()
+        .flat_map(|range| {
+            (range.start..range.end)
+                .step_by(ROWS_PER_TASK as usize)
+                .map(move |start| start..(start + ROWS_PER_TASK).min(range.end))
+        })
+        .collect();
+    let mut best: Vec<(ChunkId, f32)> = tasks
+        .into_par_iter()
+        .map(|task| {
+            let mut top = TopK::new(k);
+            let stretch = &matrix[task.start as usize * dimension..task.end as usize * dimension];
+            for (row, vector) in (task.start..).zip(stretch.chunks_exact(dimension)) {
+                top.offer(ChunkId(row), dot(query, vector) / query_norm);
+            }
+            top.into_vec()
+        })
+        .reduce(Vec::new, |mut a, b| {
+            a.extend(b);
+            a
+        });
+    best.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    best.truncate(k);
+    best
 }
 
 /// Keeps the `k` highest scores seen, with a cheap rejection test for the common case.
@@ -56,7 +79,11 @@ struct TopK {
 
 impl TopK {
     fn new(k: usize) -> Self {
-        Self { k, items: Vec::with_capacity(2 * k), floor: f32::NEG_INFINITY }
+        Self {
+            k,
+            items: Vec::with_capacity(2 * k),
+            floor: f32::NEG_INFINITY,
+        }
     }
 
     fn offer(&mut self, id: ChunkId, score: f32) {
@@ -71,7 +98,8 @@ impl TopK {
     }
 
     fn prune(&mut self) {
-        self.items.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        self.items
+            .sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         self.items.truncate(self.k);
         if self.items.len() == self.k {
             self.floor = self.items[self.k - 1].1;
@@ -96,5 +124,17 @@ mod tests {
         }
         let kept: Vec<u32> = top.into_vec().iter().map(|(id, _)| id.0).collect();
         assert_eq!(kept, vec![5, 1, 3]);
+    }
+
+    #[test]
+    fn exact_search_scores_only_the_given_rows() {
+        // Four 2-d unit rows; row 1 is the best match but lies outside the searched ranges.
+        let matrix = [1.0, 0.0, 0.0, 1.0, 0.6, 0.8, 0.8, 0.6];
+        let hits = exact_top_k(&matrix, 2, &[0..1, 2..4], &[0.0, 2.0], 2);
+        assert_eq!(hits.iter().map(|h| h.0.0).collect::<Vec<_>>(), vec![2, 3]);
+        assert!(
+            (hits[0].1 - 0.8).abs() < 1e-6,
+            "cosine, not the raw dot product"
+        );
     }
 }

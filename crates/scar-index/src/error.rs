@@ -56,7 +56,10 @@ pub enum IndexError {
 
 impl IndexError {
     pub(crate) fn text(dir: &std::path::Path, error: &tantivy::TantivyError) -> Self {
-        Self::Text { dir: dir.to_owned(), reason: error.to_string() }
+        Self::Text {
+            dir: dir.to_owned(),
+            reason: error.to_string(),
+        }
     }
 }
 

@@ -13,8 +13,8 @@ use tantivy::{TantivyDocument, Term, doc};
 use crate::chunk::{ChunkSpan, Chunker, ChunkerConfig};
 use crate::load::{LoadOptions, LoadedDocument, load_document};
 use crate::store::{
-    Catalog, ChunkRecord, DocumentEntry, FORMAT_VERSION, Manifest, RECORD_BYTES, TextFields, VectorEncoding,
-    data_files, io_error, manifest_path, read_catalog, read_manifest, text_dir,
+    Catalog, ChunkRecord, DocumentEntry, FORMAT_VERSION, Manifest, RECORD_BYTES, TextFields,
+    VectorEncoding, data_files, io_error, manifest_path, read_catalog, read_manifest, text_dir,
 };
 use crate::walk::discover;
 use crate::{IndexError, Result};
@@ -143,6 +143,7 @@ struct Pending {
 /// to load are reported in [`IndexReport::skipped`] and an earlier version of them is kept.
 /// Work is committed every [`IndexOptions::commit_every`]; setting `cancel` stops the run
 /// after the current batch, keeping what was committed.
+#[allow(clippy::too_many_lines)] // one pass over the files, read top to bottom
 pub fn index_paths(
     dir: &Path,
     roots: &[PathBuf],
@@ -155,15 +156,23 @@ pub fn index_paths(
     let mut writer = Writer::open(dir, embedder, options)?;
     let mut report = IndexReport::default();
     let discovered = discover(roots);
-    report.skipped.extend(discovered.skipped.into_iter().map(|(path, reason)| Skipped { path, reason }));
+    report.skipped.extend(
+        discovered
+            .skipped
+            .into_iter()
+            .map(|(path, reason)| Skipped { path, reason }),
+    );
 
     let roots: Vec<PathBuf> = roots.iter().filter_map(|r| r.canonicalize().ok()).collect();
-    let present: std::collections::HashSet<&Path> = discovered.files.iter().map(PathBuf::as_path).collect();
+    let present: std::collections::HashSet<&Path> =
+        discovered.files.iter().map(PathBuf::as_path).collect();
     let gone: Vec<u32> = writer
         .catalog
         .documents
         .iter()
-        .filter(|d| roots.iter().any(|r| d.path.starts_with(r)) && !present.contains(d.path.as_path()))
+        .filter(|d| {
+            roots.iter().any(|r| d.path.starts_with(r)) && !present.contains(d.path.as_path())
+        })
         .map(|d| d.slot)
         .collect();
     report.removed = gone.len();
@@ -180,7 +189,10 @@ pub fn index_paths(
     let mut todo = Vec::new();
     for path in discovered.files {
         let Ok(metadata) = fs_err::metadata(&path) else {
-            report.skipped.push(Skipped { path, reason: "cannot read its metadata".into() });
+            report.skipped.push(Skipped {
+                path,
+                reason: "cannot read its metadata".into(),
+            });
             continue;
         };
         let modified_ns = metadata
@@ -213,7 +225,10 @@ pub fn index_paths(
         match load_document(&path, &options.load) {
             Err(error) => {
                 state.bytes_done += size;
-                report.skipped.push(Skipped { path, reason: error.to_string() });
+                report.skipped.push(Skipped {
+                    path,
+                    reason: error.to_string(),
+                });
             }
             Ok(document) => {
                 let unchanged = replaces
@@ -225,17 +240,33 @@ pub fn index_paths(
                     state.bytes_done += size;
                     report.unchanged += 1;
                 } else {
-                    report.warnings.extend(
-                        document.warnings.iter().map(|w| Skipped { path: path.clone(), reason: w.clone() }),
-                    );
+                    report
+                        .warnings
+                        .extend(document.warnings.iter().map(|w| Skipped {
+                            path: path.clone(),
+                            reason: w.clone(),
+                        }));
                     let chunks = writer.chunker.chunk(&document);
-                    pending.push(Pending { path, size, modified_ns, document, chunks, replaces });
+                    pending.push(Pending {
+                        path,
+                        size,
+                        modified_ns,
+                        document,
+                        chunks,
+                        replaces,
+                    });
                 }
             }
         }
         let pending_chunks: usize = pending.iter().map(|p| p.chunks.len()).sum();
         if pending_chunks >= options.embed_batch_chunks {
-            writer.write(std::mem::take(&mut pending), &mut report, &mut state, started, progress)?;
+            writer.write(
+                std::mem::take(&mut pending),
+                &mut report,
+                &mut state,
+                started,
+                progress,
+            )?;
         }
         state.elapsed = started.elapsed();
         progress(&state);
@@ -280,14 +311,18 @@ impl<'e> Writer<'e> {
             }
             manifest
         } else {
-            create(dir, Manifest {
-                format_version: FORMAT_VERSION,
-                model: info,
-                chunker: options.chunker,
-                vectors: options.vectors,
-            })?
+            create(
+                dir,
+                Manifest {
+                    format_version: FORMAT_VERSION,
+                    model: info,
+                    chunker: options.chunker,
+                    vectors: options.vectors,
+                },
+            )?
         };
-        let text = tantivy::Index::open_in_dir(text_dir(dir)).map_err(|e| IndexError::text(dir, &e))?;
+        let text =
+            tantivy::Index::open_in_dir(text_dir(dir)).map_err(|e| IndexError::text(dir, &e))?;
         let writer = text.writer(50_000_000).map_err(|e| match e {
             tantivy::TantivyError::LockFailure(..) => IndexError::Busy(dir.to_owned()),
             other => IndexError::text(dir, &other),
@@ -297,16 +332,31 @@ impl<'e> Writer<'e> {
         remove_stale_generations(dir, catalog.generation)?;
         let files = open_data_files(dir, &manifest, &catalog)?;
         let (_, fields) = TextFields::schema();
-        Ok(Self { dir: dir.to_owned(), manifest, catalog, chunker, embedder, text: writer, fields, files })
+        Ok(Self {
+            dir: dir.to_owned(),
+            manifest,
+            catalog,
+            chunker,
+            embedder,
+            text: writer,
+            fields,
+            files,
+        })
     }
 
     fn remove(&mut self, slot: u32) {
-        self.text.delete_term(Term::from_field_u64(self.fields.slot, u64::from(slot)));
+        self.text
+            .delete_term(Term::from_field_u64(self.fields.slot, u64::from(slot)));
         self.catalog.documents.retain(|d| d.slot != slot);
     }
 
     fn touch(&mut self, slot: Option<u32>, size: u64, modified_ns: u64) {
-        if let Some(entry) = self.catalog.documents.iter_mut().find(|d| Some(d.slot) == slot) {
+        if let Some(entry) = self
+            .catalog
+            .documents
+            .iter_mut()
+            .find(|d| Some(d.slot) == slot)
+        {
             entry.size = size;
             entry.modified_ns = modified_ns;
         }
@@ -324,11 +374,18 @@ impl<'e> Writer<'e> {
         let prepend = self.manifest.chunker.prepend_headings;
         let texts: Vec<std::borrow::Cow<'_, str>> = pending
             .iter()
-            .flat_map(|p| p.chunks.iter().map(|c| c.embedding_text(&p.document.text, prepend)))
+            .flat_map(|p| {
+                p.chunks
+                    .iter()
+                    .map(|c| c.embedding_text(&p.document.text, prepend))
+            })
             .collect();
         if texts.is_empty() {
             for p in pending.iter().filter(|p| p.chunks.is_empty()) {
-                report.skipped.push(Skipped { path: p.path.clone(), reason: "no text to index".into() });
+                report.skipped.push(Skipped {
+                    path: p.path.clone(),
+                    reason: "no text to index".into(),
+                });
             }
             return Ok(());
         }
@@ -351,7 +408,10 @@ impl<'e> Writer<'e> {
         for p in pending {
             state.bytes_done += p.size;
             if p.chunks.is_empty() {
-                report.skipped.push(Skipped { path: p.path, reason: "no text to index".into() });
+                report.skipped.push(Skipped {
+                    path: p.path,
+                    reason: "no text to index".into(),
+                });
                 continue;
             }
             let rows = row..row + p.chunks.len();
@@ -388,8 +448,11 @@ impl<'e> Writer<'e> {
                     .iter()
                     .for_each(|x| vectors.extend(half::f16::from_f32(*x).to_le_bytes())),
             }
-            let continuity_next =
-                if row + 1 < rows.end { cosine(vector, embeddings.row(row + 1)) } else { f32::NAN };
+            let continuity_next = if row + 1 < rows.end {
+                cosine(vector, embeddings.row(row + 1))
+            } else {
+                f32::NAN
+            };
             let own = &text[chunk.bytes.clone()];
             let token_count = self.embedder.count_tokens(own).map_err(IndexError::Embed)?;
             let record = ChunkRecord {
@@ -416,7 +479,10 @@ impl<'e> Writer<'e> {
                 .map_err(|e| IndexError::text(&self.dir, &e))?;
         }
         for (file, bytes) in self.files.iter_mut().zip([&vectors, &records, &strings]) {
-            file.write_all(bytes).map_err(|e| IndexError::Io { path: file.path().to_owned(), source: e })?;
+            file.write_all(bytes).map_err(|e| IndexError::Io {
+                path: file.path().to_owned(),
+                source: e,
+            })?;
         }
         self.catalog.rows += pending.chunks.len() as u32;
         self.catalog.string_bytes += strings.len() as u64;
@@ -435,15 +501,23 @@ impl<'e> Writer<'e> {
     /// Makes the data durable, then publishes the catalog with the text index in one commit.
     fn commit(&mut self) -> Result<()> {
         for file in &self.files {
-            file.sync_data().map_err(|e| IndexError::Io { path: file.path().to_owned(), source: e })?;
+            file.sync_data().map_err(|e| IndexError::Io {
+                path: file.path().to_owned(),
+                source: e,
+            })?;
         }
         let payload = serde_json::to_string(&self.catalog).map_err(|e| IndexError::Corrupt {
             path: self.dir.clone(),
             reason: e.to_string(),
         })?;
-        let mut commit = self.text.prepare_commit().map_err(|e| IndexError::text(&self.dir, &e))?;
+        let mut commit = self
+            .text
+            .prepare_commit()
+            .map_err(|e| IndexError::text(&self.dir, &e))?;
         commit.set_payload(&payload);
-        commit.commit().map_err(|e| IndexError::text(&self.dir, &e))?;
+        commit
+            .commit()
+            .map_err(|e| IndexError::text(&self.dir, &e))?;
         Ok(())
     }
 
@@ -456,8 +530,12 @@ impl<'e> Writer<'e> {
         let read = |path: &PathBuf| fs_err::read(path).map_err(io_error(path));
         let (vectors, records, strings) = (read(&old[0])?, read(&old[1])?, read(&old[2])?);
         let row_bytes = self.manifest.row_bytes();
-        let mut next = Catalog { generation: self.catalog.generation + 1, ..self.catalog.clone() };
-        let (mut new_vectors, mut new_records, mut new_strings) = (Vec::new(), Vec::new(), Vec::new());
+        let mut next = Catalog {
+            generation: self.catalog.generation + 1,
+            ..self.catalog.clone()
+        };
+        let (mut new_vectors, mut new_records, mut new_strings) =
+            (Vec::new(), Vec::new(), Vec::new());
         let mut row = 0u32;
         for document in &mut next.documents {
             let first = document.first_row as usize;
@@ -490,7 +568,9 @@ impl<'e> Writer<'e> {
     }
 
     fn finish(self) -> Result<()> {
-        self.text.wait_merging_threads().map_err(|e| IndexError::text(&self.dir, &e))
+        self.text
+            .wait_merging_threads()
+            .map_err(|e| IndexError::text(&self.dir, &e))
     }
 }
 
@@ -507,8 +587,10 @@ fn create(dir: &Path, manifest: Manifest) -> Result<Manifest> {
     tantivy::Index::create_in_dir(&text, schema).map_err(|e| IndexError::text(dir, &e))?;
     let path = manifest_path(dir);
     let temporary = path.with_extension("json.tmp");
-    let json = serde_json::to_string_pretty(&manifest)
-        .map_err(|e| IndexError::Corrupt { path: path.clone(), reason: e.to_string() })?;
+    let json = serde_json::to_string_pretty(&manifest).map_err(|e| IndexError::Corrupt {
+        path: path.clone(),
+        reason: e.to_string(),
+    })?;
     fs_err::write(&temporary, json).map_err(io_error(&temporary))?;
     fs_err::rename(&temporary, &path).map_err(io_error(&path))?;
     Ok(manifest)
@@ -530,10 +612,18 @@ fn remove_stale_generations(dir: &Path, committed: u64) -> Result<()> {
 
 /// Opens a generation's data files for appending, after cutting them back to their committed
 /// lengths (dropping whatever a crash left behind).
-fn open_data_files(dir: &Path, manifest: &Manifest, catalog: &Catalog) -> Result<[fs_err::File; 3]> {
+fn open_data_files(
+    dir: &Path,
+    manifest: &Manifest,
+    catalog: &Catalog,
+) -> Result<[fs_err::File; 3]> {
     let current = data_files(dir, catalog.generation);
     let rows = u64::from(catalog.rows);
-    let lengths = [rows * manifest.row_bytes() as u64, rows * RECORD_BYTES as u64, catalog.string_bytes];
+    let lengths = [
+        rows * manifest.row_bytes() as u64,
+        rows * RECORD_BYTES as u64,
+        catalog.string_bytes,
+    ];
     let open = |path: &PathBuf, length: u64| -> Result<fs_err::File> {
         let file = fs_err::OpenOptions::new()
             .create(true)

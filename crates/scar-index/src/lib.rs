@@ -40,6 +40,7 @@ pub mod store;
 pub mod walk;
 
 pub use chunk::{ChunkUnit, ChunkerConfig};
+pub use dense::exact_top_k;
 pub use error::{IndexError, Result};
 pub use indexer::{IndexOptions, IndexProgress, IndexReport, Skipped, index_paths};
 pub use store::{ChunkView, DocumentEntry, Index, Manifest, VectorEncoding};

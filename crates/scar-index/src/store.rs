@@ -162,7 +162,8 @@ impl ChunkRecord {
     }
 
     pub(crate) fn decode(bytes: &[u8]) -> Self {
-        let word = |i: usize| u32::from_le_bytes(bytes[i * 4..i * 4 + 4].try_into().unwrap_or_default());
+        let word =
+            |i: usize| u32::from_le_bytes(bytes[i * 4..i * 4 + 4].try_into().unwrap_or_default());
         let mut offset = [0u8; 8];
         offset.copy_from_slice(&bytes[36..44]);
         Self {
@@ -214,7 +215,10 @@ pub(crate) fn data_files(dir: &Path, generation: u64) -> [PathBuf; 3] {
 }
 
 pub(crate) fn io_error(path: &Path) -> impl Fn(std::io::Error) -> IndexError + '_ {
-    move |source| IndexError::Io { path: path.to_owned(), source }
+    move |source| IndexError::Io {
+        path: path.to_owned(),
+        source,
+    }
 }
 
 pub(crate) fn read_manifest(dir: &Path) -> Result<Manifest> {
@@ -223,8 +227,10 @@ pub(crate) fn read_manifest(dir: &Path) -> Result<Manifest> {
         return Err(IndexError::NotAnIndex(dir.to_owned()));
     }
     let text = fs_err::read_to_string(&path).map_err(io_error(&path))?;
-    let manifest: Manifest = serde_json::from_str(&text)
-        .map_err(|e| IndexError::Corrupt { path: path.clone(), reason: e.to_string() })?;
+    let manifest: Manifest = serde_json::from_str(&text).map_err(|e| IndexError::Corrupt {
+        path: path.clone(),
+        reason: e.to_string(),
+    })?;
     if manifest.format_version != FORMAT_VERSION {
         return Err(IndexError::Corrupt {
             path,
@@ -238,7 +244,9 @@ pub(crate) fn read_manifest(dir: &Path) -> Result<Manifest> {
 }
 
 pub(crate) fn read_catalog(dir: &Path, tantivy: &tantivy::Index) -> Result<Catalog> {
-    let metas = tantivy.load_metas().map_err(|e| IndexError::text(dir, &e))?;
+    let metas = tantivy
+        .load_metas()
+        .map_err(|e| IndexError::text(dir, &e))?;
     match metas.payload {
         None => Ok(Catalog::default()),
         Some(payload) => serde_json::from_str(&payload).map_err(|e| IndexError::Corrupt {
@@ -267,9 +275,9 @@ fn map_file(path: &Path, committed: u64) -> Result<Option<Mmap>> {
     Ok(Some(map))
 }
 
-/// Embedding rows, mapped (f32) or widened into memory (f16).
+/// Embedding rows, mapped (f32, with the committed byte length) or widened into memory (f16).
 enum Vectors {
-    Mapped(Option<Mmap>),
+    Mapped(Option<Mmap>, usize),
     Widened(Vec<f32>),
 }
 
@@ -313,7 +321,10 @@ pub struct Index {
 
 impl std::fmt::Debug for Index {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Index").field("dir", &self.dir).field("chunks", &self.len()).finish()
+        f.debug_struct("Index")
+            .field("dir", &self.dir)
+            .field("chunks", &self.len())
+            .finish_non_exhaustive()
     }
 }
 
@@ -322,16 +333,19 @@ impl Index {
     pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = dir.as_ref().to_owned();
         let manifest = read_manifest(&dir)?;
-        let text = tantivy::Index::open_in_dir(text_dir(&dir)).map_err(|e| IndexError::text(&dir, &e))?;
+        let text =
+            tantivy::Index::open_in_dir(text_dir(&dir)).map_err(|e| IndexError::text(&dir, &e))?;
         let catalog = read_catalog(&dir, &text)?;
         let [vector_path, record_path, string_path] = data_files(&dir, catalog.generation);
         let rows = u64::from(catalog.rows);
         let row_bytes = manifest.row_bytes() as u64;
         let vector_map = map_file(&vector_path, rows * row_bytes)?;
         let vectors = match manifest.vectors {
-            VectorEncoding::F32 => Vectors::Mapped(vector_map),
+            // Only the committed prefix: a crashed writer may have left a torn row after it.
+            VectorEncoding::F32 => Vectors::Mapped(vector_map, (rows * row_bytes) as usize),
             VectorEncoding::F16 => Vectors::Widened(vector_map.map_or_else(Vec::new, |map| {
-                let halves: &[half::f16] = bytemuck::cast_slice(&map[..(rows * row_bytes) as usize]);
+                let halves: &[half::f16] =
+                    bytemuck::cast_slice(&map[..(rows * row_bytes) as usize]);
                 halves.iter().map(|h| h.to_f32()).collect()
             })),
         };
@@ -386,7 +400,11 @@ impl Index {
     /// Number of live chunks.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.catalog.documents.iter().map(|d| d.chunk_count as usize).sum()
+        self.catalog
+            .documents
+            .iter()
+            .map(|d| d.chunk_count as usize)
+            .sum()
     }
 
     /// True when nothing is indexed.
@@ -397,7 +415,10 @@ impl Index {
 
     /// Iterates over every live chunk id, in row order.
     pub fn chunk_ids(&self) -> impl Iterator<Item = ChunkId> + '_ {
-        self.catalog.documents.iter().flat_map(|d| d.rows().map(ChunkId))
+        self.catalog
+            .documents
+            .iter()
+            .flat_map(|d| d.rows().map(ChunkId))
     }
 
     fn record(&self, id: ChunkId) -> ChunkRecord {
@@ -446,10 +467,16 @@ impl Index {
     #[must_use]
     pub fn embedding(&self, id: ChunkId) -> &[f32] {
         let dimension = self.manifest.model.dimension;
-        let range = id.index() * dimension..(id.index() + 1) * dimension;
+        &self.matrix()[id.index() * dimension..(id.index() + 1) * dimension]
+    }
+
+    /// Every stored row, dead ones included, laid end to end.
+    pub(crate) fn matrix(&self) -> &[f32] {
         match &self.vectors {
-            Vectors::Mapped(map) => &bytemuck::cast_slice(map.as_deref().unwrap_or_default())[range],
-            Vectors::Widened(rows) => &rows[range],
+            Vectors::Mapped(map, committed) => {
+                bytemuck::cast_slice(map.as_deref().map_or(&[][..], |m| &m[..*committed]))
+            }
+            Vectors::Widened(rows) => rows,
         }
     }
 
@@ -457,21 +484,29 @@ impl Index {
     #[must_use]
     pub fn position(&self, id: ChunkId) -> Position {
         let record = self.record(id);
-        Position { document: record.slot, ordinal: record.ordinal }
+        Position {
+            document: record.slot,
+            ordinal: record.ordinal,
+        }
     }
 
     /// The previous (`forward = false`) or next chunk in the same document.
     #[must_use]
     pub fn neighbour(&self, id: ChunkId, forward: bool) -> Option<ChunkId> {
         let rows = self.document_of(id)?.rows();
-        let candidate = if forward { id.0.checked_add(1)? } else { id.0.checked_sub(1)? };
+        let candidate = if forward {
+            id.0.checked_add(1)?
+        } else {
+            id.0.checked_sub(1)?
+        };
         rows.contains(&candidate).then_some(ChunkId(candidate))
     }
 
     /// The stored cos(chunk, next chunk in its document), computed at indexing time.
     #[must_use]
     pub fn continuity_next(&self, id: ChunkId) -> Option<f32> {
-        self.neighbour(id, true).map(|_| self.record(id).continuity_next)
+        self.neighbour(id, true)
+            .map(|_| self.record(id).continuity_next)
     }
 
     /// BM25 over chunk text: up to `k` live chunks, best first, with their scores.
@@ -481,18 +516,28 @@ impl Index {
         // Questions are prose, not query syntax: a stray quote or colon must not fail the search.
         let (query, _) = parser.parse_query_lenient(query);
         let top = searcher
-            .search(&query, &tantivy::collector::TopDocs::with_limit(k.max(1)).order_by_score())
+            .search(
+                &query,
+                &tantivy::collector::TopDocs::with_limit(k.max(1)).order_by_score(),
+            )
             .map_err(|e| IndexError::text(&self.dir, &e))?;
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
-            let doc: tantivy::TantivyDocument =
-                searcher.doc(address).map_err(|e| IndexError::text(&self.dir, &e))?;
+            let doc: tantivy::TantivyDocument = searcher
+                .doc(address)
+                .map_err(|e| IndexError::text(&self.dir, &e))?;
             let number = |field| doc.get_first(field).and_then(|v| v.as_u64());
-            let (Some(slot), Some(ordinal)) = (number(self.fields.slot), number(self.fields.ordinal))
+            let (Some(slot), Some(ordinal)) =
+                (number(self.fields.slot), number(self.fields.ordinal))
             else {
                 continue;
             };
-            if let Some(document) = self.catalog.documents.iter().find(|d| u64::from(d.slot) == slot) {
+            if let Some(document) = self
+                .catalog
+                .documents
+                .iter()
+                .find(|d| u64::from(d.slot) == slot)
+            {
                 hits.push((ChunkId(document.first_row + ordinal as u32), score));
             }
         }
@@ -507,7 +552,11 @@ impl Index {
         let mut seen_rows = 0u32;
         for document in &self.catalog.documents {
             if document.first_row < seen_rows || document.rows().end > self.catalog.rows {
-                problems.push(format!("{}: rows {:?} overlap or overrun", document.path.display(), document.rows()));
+                problems.push(format!(
+                    "{}: rows {:?} overlap or overrun",
+                    document.path.display(),
+                    document.rows()
+                ));
                 continue;
             }
             seen_rows = document.rows().end;
@@ -515,7 +564,10 @@ impl Index {
                 let id = ChunkId(row);
                 let record = self.record(id);
                 if record.slot != document.slot || record.ordinal != ordinal as u32 {
-                    problems.push(format!("chunk {id}: record says slot {} ordinal {}", record.slot, record.ordinal));
+                    problems.push(format!(
+                        "chunk {id}: record says slot {} ordinal {}",
+                        record.slot, record.ordinal
+                    ));
                 }
                 let vector = self.embedding(id);
                 let length: f32 = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
@@ -537,10 +589,67 @@ impl Index {
             }
         }
         let searcher = self.text_reader.searcher();
-        let live_docs: u64 = searcher.segment_readers().iter().map(|r| u64::from(r.num_docs())).sum();
+        let live_docs: u64 = searcher
+            .segment_readers()
+            .iter()
+            .map(|r| u64::from(r.num_docs()))
+            .sum();
         if live_docs != self.len() as u64 {
-            problems.push(format!("text index holds {live_docs} chunks, catalog {}", self.len()));
+            problems.push(format!(
+                "text index holds {live_docs} chunks, catalog {}",
+                self.len()
+            ));
         }
         Ok(problems)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_records_round_trip() {
+        let record = ChunkRecord {
+            slot: 7,
+            ordinal: 3,
+            bytes: (100, 260),
+            chars: (98, 250),
+            token_count: 41,
+            section: Some(2),
+            continuity_next: 0.625,
+            text_offset: 5_000_000_000,
+            text_len: 160,
+            heading_len: 12,
+        };
+        assert_eq!(ChunkRecord::decode(&record.encode()), record);
+        let last = ChunkRecord {
+            section: None,
+            continuity_next: f32::NAN,
+            ..record
+        };
+        let decoded = ChunkRecord::decode(&last.encode());
+        assert_eq!(decoded.section, None);
+        assert!(decoded.continuity_next.is_nan());
+    }
+
+    #[test]
+    fn dead_rows_are_rows_no_document_owns() {
+        let document = |slot, first_row, chunk_count| DocumentEntry {
+            slot,
+            path: PathBuf::from(format!("{slot}.txt")),
+            hash: String::new(),
+            size: 0,
+            modified_ns: 0,
+            first_row,
+            chunk_count,
+        };
+        let catalog = Catalog {
+            rows: 10,
+            documents: vec![document(0, 0, 3), document(2, 6, 4)],
+            ..Catalog::default()
+        };
+        assert_eq!(catalog.dead_rows(), 3);
+        assert_eq!(catalog.documents[1].rows(), 6..10);
     }
 }

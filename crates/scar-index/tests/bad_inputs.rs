@@ -13,22 +13,45 @@ fn write(dir: &Path, name: &str, bytes: impl AsRef<[u8]>) {
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // one fixture per kind of bad input, then one check for each
 fn bad_files_are_reported_and_the_rest_is_indexed() {
     let docs = tempfile::tempdir().unwrap();
     let d = docs.path();
-    write(d, "good.txt", "A good file about the three-way handshake that opens a TCP connection.");
-    write(d, "good.md", "# Title\n\nSome markdown text about sequence numbers.\n");
+    write(
+        d,
+        "good.txt",
+        "A good file about the three-way handshake that opens a TCP connection.",
+    );
+    write(
+        d,
+        "good.md",
+        "# Title\n\nSome markdown text about sequence numbers.\n",
+    );
     write(d, "empty.txt", "");
     write(d, "blank.txt", "   \n\t\n");
     let mut mostly_invalid = vec![0xC3u8, 0x28, 0xA0, 0xA1, 0xFF, 0xFE];
     mostly_invalid.extend(std::iter::repeat_n(0xFFu8, 200));
     write(d, "latin.txt", mostly_invalid);
-    let mut slightly_invalid = "Nearly valid UTF-8 text about retransmission. ".repeat(40).into_bytes();
+    let mut slightly_invalid = "Nearly valid UTF-8 text about retransmission. "
+        .repeat(40)
+        .into_bytes();
     slightly_invalid.push(0xFF);
     write(d, "slightly-invalid.txt", slightly_invalid);
     write(d, "huge.txt", "x".repeat(3 * 1024 * 1024));
-    write(d, "corrupt.pdf", b"%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\ngarbage");
-    write(d, "nested.html", format!("<html><body>{}deep text{}</body></html>", "<div>".repeat(100_000), "</div>".repeat(100_000)));
+    write(
+        d,
+        "corrupt.pdf",
+        b"%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\ngarbage",
+    );
+    write(
+        d,
+        "nested.html",
+        format!(
+            "<html><body>{}deep text{}</body></html>",
+            "<div>".repeat(100_000),
+            "</div>".repeat(100_000)
+        ),
+    );
     let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
     png.extend([0u8; 64]);
     write(d, "image.png", png);
@@ -41,7 +64,9 @@ fn bad_files_are_reported_and_the_rest_is_indexed() {
     let dir = tempfile::tempdir().unwrap();
     let embedder = minilm();
     let options = IndexOptions {
-        load: LoadOptions { max_file_bytes: 2 * 1024 * 1024 },
+        load: LoadOptions {
+            max_file_bytes: 2 * 1024 * 1024,
+        },
         ..IndexOptions::default()
     };
     let report = index(dir.path(), &[d.to_path_buf()], &embedder, &options);
@@ -51,8 +76,10 @@ fn bad_files_are_reported_and_the_rest_is_indexed() {
             .skipped
             .iter()
             .find(|s| s.path.file_name().is_some_and(|f| f == name))
-            .map(|s| s.reason.clone())
-            .unwrap_or_else(|| panic!("{name} not reported: {report:#?}"))
+            .map_or_else(
+                || panic!("{name} not reported: {report:#?}"),
+                |s| s.reason.clone(),
+            )
     };
     for (name, words) in [
         ("empty.txt", "empty"),
@@ -64,10 +91,22 @@ fn bad_files_are_reported_and_the_rest_is_indexed() {
         ("dangling.txt", ""),
     ] {
         let why = reason(name);
-        assert!(why.to_lowercase().contains(&words.to_lowercase()), "{name}: {why}");
+        assert!(
+            why.to_lowercase().contains(&words.to_lowercase()),
+            "{name}: {why}"
+        );
     }
-    assert!(report.skipped.iter().any(|s| s.reason.contains("loop")), "{report:#?}");
-    assert!(report.warnings.iter().any(|w| w.path.ends_with("slightly-invalid.txt")), "{report:#?}");
+    assert!(
+        report.skipped.iter().any(|s| s.reason.contains("loop")),
+        "{report:#?}"
+    );
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.path.ends_with("slightly-invalid.txt")),
+        "{report:#?}"
+    );
 
     let index = Index::open(dir.path()).unwrap();
     let names: Vec<String> = index
@@ -76,7 +115,10 @@ fn bad_files_are_reported_and_the_rest_is_indexed() {
         .map(|doc| doc.path.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
     for expected in ["good.txt", "good.md", "slightly-invalid.txt", "nested.html"] {
-        assert!(names.iter().any(|n| n == expected), "{expected} not indexed: {names:?}");
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} not indexed: {names:?}"
+        );
     }
     assert_consistent(&index);
 }

@@ -18,12 +18,31 @@ pub fn minilm() -> Embedder {
     let dir = workspace().join("models/all-MiniLM-L6-v2");
     let files = ModelFiles::from_dir("sentence-transformers/all-MiniLM-L6-v2", &dir)
         .unwrap_or_else(|e| panic!("{e}: run scripts/fetch-test-models first"));
-    Embedder::load(&files, &EmbedOptions { device: DeviceChoice::Cpu, ..EmbedOptions::default() })
-        .unwrap()
+    Embedder::load(
+        &files,
+        &EmbedOptions {
+            device: DeviceChoice::Cpu,
+            ..EmbedOptions::default()
+        },
+    )
+    .unwrap()
 }
 
-pub fn index(dir: &Path, roots: &[PathBuf], embedder: &Embedder, options: &IndexOptions) -> IndexReport {
-    index_paths(dir, roots, embedder, options, &mut |_| {}, &AtomicBool::new(false)).unwrap()
+pub fn index(
+    dir: &Path,
+    roots: &[PathBuf],
+    embedder: &Embedder,
+    options: &IndexOptions,
+) -> IndexReport {
+    index_paths(
+        dir,
+        roots,
+        embedder,
+        options,
+        &mut |_| {},
+        &AtomicBool::new(false),
+    )
+    .unwrap()
 }
 
 /// Asserts the index is consistent and every chunk maps back into its document's text.
@@ -31,15 +50,25 @@ pub fn assert_consistent(index: &Index) {
     let problems = index.verify().unwrap();
     assert!(problems.is_empty(), "{problems:#?}");
     for document in index.documents() {
-        let loaded = scar_index::load::load_document(&document.path, &Default::default()).unwrap();
+        let loaded = scar_index::load::load_document(
+            &document.path,
+            &scar_index::load::LoadOptions::default(),
+        )
+        .unwrap();
         let chars: Vec<char> = loaded.text.chars().collect();
-        let mut ordinal = 0;
-        for id in document.rows().map(scar_core::ChunkId) {
+        for (ordinal, id) in (0..).zip(document.rows().map(scar_core::ChunkId)) {
             let chunk = index.chunk(id).unwrap();
-            assert_eq!(chunk.ordinal, ordinal, "ordinals contiguous in {}", document.path.display());
+            assert_eq!(
+                chunk.ordinal,
+                ordinal,
+                "ordinals contiguous in {}",
+                document.path.display()
+            );
             assert_eq!(&loaded.text[chunk.bytes.clone()], chunk.text);
-            assert_eq!(chars[chunk.chars.clone()].iter().collect::<String>(), chunk.text);
-            ordinal += 1;
+            assert_eq!(
+                chars[chunk.chars.clone()].iter().collect::<String>(),
+                chunk.text
+            );
         }
     }
 }

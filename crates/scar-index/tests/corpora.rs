@@ -8,7 +8,12 @@ use crate::common::{assert_consistent, corpora, index, minilm};
 fn all_corpora_index_and_map_back_exactly() {
     let dir = tempfile::tempdir().unwrap();
     let embedder = minilm();
-    let report = index(dir.path(), &[corpora()], &embedder, &IndexOptions::default());
+    let report = index(
+        dir.path(),
+        &[corpora()],
+        &embedder,
+        &IndexOptions::default(),
+    );
     assert!(report.is_complete(), "{report:#?}");
     // Five corpus texts; SOURCES.md and SHA256SUMS are text files too.
     assert_eq!(report.added, 7, "{report:#?}");

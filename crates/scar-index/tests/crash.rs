@@ -37,7 +37,13 @@ fn killed_indexing_never_corrupts_the_index() {
     let dir = tempfile::tempdir().unwrap();
     let spawn = || {
         Command::new(std::env::current_exe().unwrap())
-            .args(["crash::indexing_child", "--exact", "--ignored", "--test-threads", "1"])
+            .args([
+                "crash::indexing_child",
+                "--exact",
+                "--ignored",
+                "--test-threads",
+                "1",
+            ])
             .env(DOCS, docs.path())
             .env(INDEX, dir.path())
             .stdout(Stdio::null())
@@ -51,13 +57,18 @@ fn killed_indexing_never_corrupts_the_index() {
     let mut finished_early = 0;
     let started = Instant::now();
     while kills < 20 {
-        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
         let delay = Duration::from_millis(300 + (state >> 33) % 2000);
         let mut child = spawn();
         std::thread::sleep(delay);
         if child.try_wait().unwrap().is_some() {
             finished_early += 1;
-            assert!(finished_early < 3, "indexing finished before it could be killed 20 times");
+            assert!(
+                finished_early < 3,
+                "indexing finished before it could be killed 20 times"
+            );
             std::fs::remove_dir_all(dir.path()).unwrap();
             std::fs::create_dir(dir.path()).unwrap();
             continue;
@@ -67,13 +78,24 @@ fn killed_indexing_never_corrupts_the_index() {
         kills += 1;
         if let Ok(index) = Index::open(dir.path()) {
             let problems = index.verify().unwrap();
-            assert!(problems.is_empty(), "after kill {kills} at {delay:?}: {problems:#?}");
+            assert!(
+                problems.is_empty(),
+                "after kill {kills} at {delay:?}: {problems:#?}"
+            );
         } else {
             // Killed before the index was first created: only then may there be no manifest.
-            assert!(!dir.path().join("manifest.json").exists(), "kill {kills}: manifest exists but the index does not open");
+            assert!(
+                !dir.path().join("manifest.json").exists(),
+                "kill {kills}: manifest exists but the index does not open"
+            );
         }
     }
-    let report = index(dir.path(), &[docs.path().to_path_buf()], &minilm(), &IndexOptions::default());
+    let report = index(
+        dir.path(),
+        &[docs.path().to_path_buf()],
+        &minilm(),
+        &IndexOptions::default(),
+    );
     assert!(report.is_complete(), "{report:#?}");
     let index = Index::open(dir.path()).unwrap();
     assert_eq!(index.documents().len(), 60);

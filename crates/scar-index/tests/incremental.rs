@@ -17,22 +17,49 @@ fn only_new_or_changed_files_are_embedded() {
     assert_eq!((first.added, first.unchanged), (4, 0));
 
     let again = index(dir.path(), &roots, &embedder, &options);
-    assert_eq!((again.added, again.updated, again.unchanged, again.chunks), (0, 0, 4, 0));
+    assert_eq!(
+        (again.added, again.updated, again.unchanged, again.chunks),
+        (0, 0, 4, 0)
+    );
 
-    std::fs::write(docs.path().join("part-001.txt"), "A completely new text about congestion windows.").unwrap();
+    std::fs::write(
+        docs.path().join("part-001.txt"),
+        "A completely new text about congestion windows.",
+    )
+    .unwrap();
     std::fs::remove_file(docs.path().join("part-002.txt")).unwrap();
-    std::fs::write(docs.path().join("part-new.txt"), "Retransmission timeouts double after each loss.").unwrap();
+    std::fs::write(
+        docs.path().join("part-new.txt"),
+        "Retransmission timeouts double after each loss.",
+    )
+    .unwrap();
     let changed = index(dir.path(), &roots, &embedder, &options);
-    assert_eq!((changed.added, changed.updated, changed.removed, changed.unchanged), (1, 1, 1, 2));
+    assert_eq!(
+        (
+            changed.added,
+            changed.updated,
+            changed.removed,
+            changed.unchanged
+        ),
+        (1, 1, 1, 2)
+    );
     assert_eq!(changed.chunks, 2);
 
     let reopened = Index::open(dir.path()).unwrap();
     assert_eq!(reopened.documents().len(), 4);
-    assert_eq!(reopened.catalog().dead_rows(), 0, "replaced rows are compacted away");
+    assert_eq!(
+        reopened.catalog().dead_rows(),
+        0,
+        "replaced rows are compacted away"
+    );
     assert_consistent(&reopened);
     let hits = reopened.bm25_search("congestion windows", 3).unwrap();
     let top = reopened.chunk(hits[0].0).unwrap();
-    assert!(top.document.path.ends_with("part-001.txt"), "{}", top.document.path.display());
+    assert!(
+        top.document.path.ends_with("part-001.txt"),
+        "{}",
+        top.document.path.display()
+    );
 }
 
 #[test]
@@ -41,9 +68,15 @@ fn another_model_is_a_clear_error() {
     small_corpus(docs.path(), 1, 500);
     let dir = tempfile::tempdir().unwrap();
     let embedder = minilm();
-    index(dir.path(), &[docs.path().to_path_buf()], &embedder, &IndexOptions::default());
+    index(
+        dir.path(),
+        &[docs.path().to_path_buf()],
+        &embedder,
+        &IndexOptions::default(),
+    );
     let mut manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("manifest.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("manifest.json")).unwrap())
+            .unwrap();
     manifest["model"]["id"] = "BAAI/bge-large-en-v1.5".into();
     std::fs::write(dir.path().join("manifest.json"), manifest.to_string()).unwrap();
     let error = scar_index::index_paths(
@@ -52,7 +85,7 @@ fn another_model_is_a_clear_error() {
         &embedder,
         &IndexOptions::default(),
         &mut |_| {},
-        &Default::default(),
+        &std::sync::atomic::AtomicBool::default(),
     )
     .unwrap_err();
     assert!(error.to_string().contains("bge-large"), "{error}");

@@ -108,7 +108,11 @@ pub struct Retriever {
 
 impl Retriever {
     /// Opens the index in `dir` and loads the model it was built with.
-    pub fn open(dir: impl AsRef<Path>, locator: &ModelLocator, device: DeviceChoice) -> Result<Self> {
+    pub fn open(
+        dir: impl AsRef<Path>,
+        locator: &ModelLocator,
+        device: DeviceChoice,
+    ) -> Result<Self> {
         let index = Index::open(dir)?;
         let files = locator.locate(&index.manifest().model.id)?;
         let options = EmbedOptions {
@@ -173,7 +177,10 @@ impl Retriever {
             }
         };
         let first_stage_time = started.elapsed();
-        let seeds = hits.into_iter().map(|(id, score)| Seed { id, score }).collect();
+        let seeds = hits
+            .into_iter()
+            .map(|(id, score)| Seed { id, score })
+            .collect();
         Ok(Prepared {
             query: query.to_owned(),
             embedding,
@@ -189,13 +196,29 @@ impl Retriever {
     /// Runs a policy over prepared seeds and gathers the context it chose.
     pub fn expand(&self, prepared: &Prepared, options: &Options) -> Result<SearchReport> {
         let started = Instant::now();
-        let ledger = expand(&IndexSource(&self.index), &prepared.embedding, &prepared.seeds, options)?;
+        let ledger = expand(
+            &IndexSource(&self.index),
+            &prepared.embedding,
+            &prepared.seeds,
+            options,
+        )?;
         let policy_time = started.elapsed();
-        Ok(SearchReport::new(&self.index, prepared, ledger, policy_time))
+        Ok(SearchReport::new(
+            &self.index,
+            prepared,
+            ledger,
+            policy_time,
+        ))
     }
 
     /// [`prepare`](Self::prepare) then [`expand`](Self::expand).
-    pub fn search(&self, query: &str, first_stage: FirstStage, k: usize, options: &Options) -> Result<SearchReport> {
+    pub fn search(
+        &self,
+        query: &str,
+        first_stage: FirstStage,
+        k: usize,
+        options: &Options,
+    ) -> Result<SearchReport> {
         let prepared = self.prepare(query, first_stage, k)?;
         self.expand(&prepared, options)
     }

@@ -66,7 +66,12 @@ pub struct SearchReport {
 }
 
 impl SearchReport {
-    pub(crate) fn new(index: &Index, prepared: &Prepared, ledger: Ledger, policy_time: Duration) -> Self {
+    pub(crate) fn new(
+        index: &Index,
+        prepared: &Prepared,
+        ledger: Ledger,
+        policy_time: Duration,
+    ) -> Self {
         let seeds: std::collections::HashSet<ChunkId> = ledger.seeds.iter().map(|s| s.id).collect();
         let chunks = ledger
             .context

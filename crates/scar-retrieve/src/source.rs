@@ -23,7 +23,8 @@ impl ChunkSource for IndexSource<'_> {
             Side::Previous => self.0.neighbour(id, false),
         };
         // The policy asks only when the neighbour exists, so the stored value is there.
-        left.and_then(|left| self.0.continuity_next(left)).unwrap_or(f32::NAN)
+        left.and_then(|left| self.0.continuity_next(left))
+            .unwrap_or(f32::NAN)
     }
 
     fn position(&self, id: ChunkId) -> Position {

@@ -1,0 +1,260 @@
+//! `scar eval --corpus DIR --benchmark FILE`: every policy on the same seeds, with statistics.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use scar_embed::{EmbedOptions, Embedder, ModelLocator};
+use scar_eval::{Benchmark, EvalOptions, Resolved, Scope, evaluate, resolve, write_report};
+use scar_index::{Index, IndexOptions, index_paths};
+use scar_retrieve::{FirstStage, Retriever};
+
+use crate::display_path;
+use crate::settings::{SearchFlags, Settings, Source};
+
+/// Tests in a `--quick` run, spread evenly over the benchmark.
+const QUICK_TESTS: usize = 20;
+
+// These doc comments are clap's help text, where backticks would print as they are.
+#[allow(clippy::doc_markdown)]
+#[derive(Debug, clap::Args)]
+pub struct EvalArgs {
+    /// Folder the benchmark's `file_path`s are relative to
+    #[arg(long)]
+    corpus: PathBuf,
+    /// Benchmark in the LegalBench-RAG layout: {"tests": [{"query", "snippets": [{"file_path", "span"}]}]}
+    #[arg(long)]
+    benchmark: PathBuf,
+    /// Folder for report.md, report.json and recall_vs_chunks.png
+    #[arg(long, default_value = "eval-out")]
+    out: PathBuf,
+    /// Evaluate only 20 tests spread evenly over the benchmark (for CI)
+    #[arg(long)]
+    quick: bool,
+    /// First stages to evaluate, comma-separated: dense, bm25, hybrid [default: the first_stage setting]
+    #[arg(long, value_delimiter = ',')]
+    first_stages: Vec<FirstStage>,
+    /// Where seeds come from: the whole index, or only the documents holding each test's
+    /// evidence (isolates expansion from finding the document)
+    #[arg(long, default_value = "index")]
+    scope: Scope,
+    /// Seeds per question [env: SCAR_K] [default: 5]
+    #[arg(long, short)]
+    k: Option<usize>,
+    /// Print the whole report as JSON (schema scar.eval/1) instead of the summary tables
+    #[arg(long)]
+    json: bool,
+}
+
+impl EvalArgs {
+    /// The search settings this command takes from the command line.
+    pub fn search_flags(&self) -> SearchFlags {
+        SearchFlags {
+            k: self.k,
+            ..SearchFlags::default()
+        }
+    }
+}
+
+pub fn run(settings: &Settings, args: &EvalArgs) -> Result<ExitCode> {
+    let benchmark = Benchmark::load(&args.benchmark)?;
+    let subset = args.quick.then(|| benchmark.spread(QUICK_TESTS));
+    let resolved = resolve(&benchmark, &args.benchmark, &args.corpus, subset.as_deref())?;
+    if resolved.fallbacks > 0 {
+        eprintln!(
+            "note: {} snippet paths were found by file name only (e.g. {})",
+            resolved.fallbacks,
+            resolved.fallback_example.as_deref().unwrap_or_default()
+        );
+    }
+    let retriever = retriever(settings, &resolved, args.json)?;
+    let first_stages = if args.first_stages.is_empty() {
+        vec![settings.first_stage.value]
+    } else {
+        args.first_stages.clone()
+    };
+    let options = EvalOptions {
+        k: settings.k.value,
+        first_stages,
+        scope: args.scope,
+        quick: args.quick,
+        ..EvalOptions::default()
+    };
+    if !args.json {
+        eprintln!(
+            "evaluating {} of {} tests with {} ({}), k = {}, seeds from the {}",
+            resolved.tests.len(),
+            resolved.tests_in_file,
+            retriever.index().manifest().model.id,
+            options
+                .first_stages
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            options.k,
+            if args.scope == Scope::Index {
+                "whole index"
+            } else {
+                "tests' own documents"
+            },
+        );
+    }
+    let bar = progress_bar(
+        args.json,
+        "{bar:30} {percent:>3}% {pos}/{len} questions, {elapsed} (ETA {eta})",
+    );
+    let report = evaluate(&retriever, &resolved, &options, &mut |p| {
+        bar.set_length(p.total as u64);
+        bar.set_position(p.done as u64);
+    })?;
+    bar.finish_and_clear();
+    let paths = write_report(&report, &args.out)?;
+
+    let data = &report.data;
+    if !data.problems.is_empty() {
+        eprintln!(
+            "warning: {} snippets or tests were left out:",
+            data.problems.len()
+        );
+        for problem in data.problems.iter().take(5) {
+            eprintln!("  {problem}");
+        }
+        if data.problems.len() > 5 {
+            eprintln!("  … (all of them in {})", display_path(&paths[1]));
+        }
+    }
+    let others = data.index_documents.saturating_sub(data.documents);
+    if others > 0 {
+        eprintln!(
+            "note: the index holds {others} documents the tests do not refer to; retrieval searches them too"
+        );
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("{}", report.summary_markdown());
+        eprintln!(
+            "wrote {}",
+            paths
+                .iter()
+                .map(|p| display_path(p))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Opens the index with its model, first indexing the benchmark's documents that it lacks or
+/// that changed (incrementally: only those files, so other documents stay).
+fn retriever(settings: &Settings, resolved: &Resolved, quiet: bool) -> Result<Retriever> {
+    let dir = &settings.index.value;
+    let existing = Index::open(dir).ok();
+    // As `scar index`: an existing index keeps its model unless one was named explicitly.
+    let model = match &existing {
+        Some(index) if settings.model.source != Source::Flag => index.manifest().model.id.clone(),
+        _ => settings.model.value.clone(),
+    };
+    let files = ModelLocator::from_env(&settings.models_dir.value).locate(&model)?;
+    let options = EmbedOptions {
+        device: settings.device.value,
+        query_prefix: existing
+            .as_ref()
+            .map(|index| index.manifest().model.query_prefix.clone()),
+        ..EmbedOptions::default()
+    };
+    let embedder = Embedder::load(&files, &options)?;
+    let missing = resolved
+        .documents
+        .iter()
+        .filter(|path| !is_current(existing.as_ref(), path))
+        .count();
+    drop(existing);
+    if missing > 0 {
+        if !quiet {
+            eprintln!(
+                "indexing {missing} of the benchmark's {} documents into {} with {} on {}",
+                resolved.documents.len(),
+                dir.display(),
+                embedder.info().id,
+                embedder.device_name()
+            );
+        }
+        let cancel = Arc::new(AtomicBool::new(false));
+        let handler_flag = Arc::clone(&cancel);
+        ctrlc::set_handler(move || {
+            if handler_flag.swap(true, Ordering::SeqCst) {
+                std::process::exit(130);
+            }
+            eprintln!("\nstopping after the current batch (Ctrl-C again to quit now)");
+        })
+        .context("installing the Ctrl-C handler")?;
+        let bar = progress_bar(quiet, "{bar:30} {percent:>3}% indexing: {msg}");
+        let report = index_paths(
+            dir,
+            &resolved.documents,
+            &embedder,
+            &IndexOptions::default(),
+            &mut |p| {
+                bar.set_length(p.bytes_total.max(1));
+                bar.set_position(p.bytes_done);
+                bar.set_message(format!(
+                    "{}/{} files, {} chunks, {:.0} tokens/s",
+                    p.files_done,
+                    p.files_total,
+                    p.chunks,
+                    p.tokens_per_second()
+                ));
+            },
+            &cancel,
+        )?;
+        bar.finish_and_clear();
+        if report.cancelled {
+            bail!("indexing was cancelled; run the same command again to continue");
+        }
+        for skipped in &report.skipped {
+            eprintln!(
+                "skipped {}: {}",
+                display_path(&skipped.path),
+                skipped.reason
+            );
+        }
+    }
+    let index =
+        Index::open(dir).with_context(|| format!("opening the index in {}", dir.display()))?;
+    Ok(Retriever::new(embedder, index)?)
+}
+
+/// Whether `path` is in the index with the size and modification time it has now.
+fn is_current(index: Option<&Index>, path: &Path) -> bool {
+    let Some(entry) = index.and_then(|index| index.documents().iter().find(|d| d.path == path))
+    else {
+        return false;
+    };
+    let Ok(metadata) = std::fs::metadata(path) else {
+        return false;
+    };
+    let modified = metadata
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as u64);
+    entry.size == metadata.len() && entry.modified_ns == modified
+}
+
+fn progress_bar(hidden: bool, template: &str) -> ProgressBar {
+    if hidden {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}

@@ -1,0 +1,192 @@
+//! `scar eval --quick` on RFC 9293: the report is written and its numbers hang together.
+
+use serde_json::Value;
+
+use crate::common::{rfc_index, run, scar, workspace};
+
+fn number(value: &Value) -> f64 {
+    value
+        .as_f64()
+        .unwrap_or_else(|| panic!("not a number: {value}"))
+}
+
+/// `scar eval --quick --json --k 5` on RFC 9293 into `out` (under the test target folder), with
+/// `extra` arguments; the report as printed.
+fn quick_eval(out: &str, extra: &[&str]) -> (Value, std::path::PathBuf) {
+    let out = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(out);
+    let _ = std::fs::remove_dir_all(&out);
+    let output = run(scar(rfc_index())
+        .args(["eval", "--quick", "--json", "--k", "5"])
+        .args([
+            "--corpus".as_ref(),
+            workspace().join("../shared/data/corpora").as_os_str(),
+            "--benchmark".as_ref(),
+            workspace()
+                .join("assets/benchmarks/rfc9293.json")
+                .as_os_str(),
+            "--out".as_ref(),
+            out.as_os_str(),
+        ])
+        .args(extra));
+    (serde_json::from_slice(&output.stdout).unwrap(), out)
+}
+
+#[test]
+fn quick_eval_writes_a_consistent_report() {
+    let (report, out) = quick_eval("eval-quick-rfc9293", &[]);
+    assert_eq!(report["schema"], "scar.eval/1");
+    assert_eq!(report["settings"]["k"], 5);
+    assert_eq!(report["settings"]["quick"], true);
+    let data = &report["data"];
+    assert_eq!(data["tests_chosen"], 20);
+    assert_eq!(data["tests_scored"], 20, "{:#}", data["problems"]);
+    let (boundary, atomic) = (
+        data["boundary"].as_u64().unwrap(),
+        data["atomic"].as_u64().unwrap(),
+    );
+    assert_eq!(boundary + atomic, 20);
+    assert!(boundary > 0 && atomic > 0);
+
+    let stage = &report["stages"][0];
+    assert_eq!(stage["first_stage"], "dense");
+    let policies = stage["policies"].as_array().unwrap();
+    assert_eq!(policies.len(), 7);
+    let group = |key: &str, group: &str| -> Value {
+        let policy = policies.iter().find(|p| p["key"] == key).unwrap();
+        policy["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["group"] == group)
+            .unwrap()
+            .clone()
+    };
+    check_means(policies, boundary, atomic);
+    for g in ["boundary", "atomic", "all"] {
+        let (scar_1, static_1, top_k) =
+            (group("scar_1", g), group("static_1", g), group("top_k", g));
+        // On the same seeds, SCAR ±1 keeps a subset of static ±1's neighbours.
+        assert!(number(&scar_1["mean_chunks"]) <= number(&static_1["mean_chunks"]));
+        assert!(number(&scar_1["recall"]) <= number(&static_1["recall"]));
+        assert!(number(&top_k["mean_chunks"]) <= number(&scar_1["mean_chunks"]));
+        assert!(number(&top_k["mean_chunks"]) <= 5.0);
+    }
+    for test in stage["tests"].as_array().unwrap() {
+        let (scar_1, static_1) = (&test["scores"]["scar_1"], &test["scores"]["static_1"]);
+        assert!(
+            number(&scar_1["chunks"]) <= number(&static_1["chunks"]),
+            "{test}"
+        );
+        assert!(
+            number(&scar_1["tokens"]) <= number(&static_1["tokens"]),
+            "{test}"
+        );
+    }
+
+    check_comparisons(stage["comparisons"].as_array().unwrap());
+    assert_eq!(stage["sweep"].as_array().unwrap().len(), 5 * 8);
+
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(written, report);
+    let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        markdown.contains("| SCAR ±1 |") && markdown.contains("Paired bootstrap"),
+        "{markdown}"
+    );
+    assert!(
+        std::fs::read(out.join("recall_vs_chunks.png"))
+            .unwrap()
+            .starts_with(b"\x89PNG")
+    );
+}
+
+/// Every mean is in range, counts its group's tests, and efficiency is recall / chunks.
+fn check_means(policies: &[Value], boundary: u64, atomic: u64) {
+    for policy in policies {
+        for metrics in policy["groups"].as_array().unwrap() {
+            let n = metrics["n_tests"].as_u64().unwrap();
+            let expected = match metrics["group"].as_str().unwrap() {
+                "boundary" => boundary,
+                "atomic" => atomic,
+                _ => 20,
+            };
+            assert_eq!(n, expected);
+            for key in ["recall", "full_recall", "span_precision", "span_recall"] {
+                let value = number(&metrics[key]);
+                assert!((0.0..=1.0).contains(&value), "{key} = {value} in {metrics}");
+            }
+            let (recall, chunks) = (number(&metrics["recall"]), number(&metrics["mean_chunks"]));
+            assert!(
+                chunks >= 1.0 && number(&metrics["mean_tokens"]) > 0.0,
+                "{metrics}"
+            );
+            assert!(
+                (number(&metrics["chunk_efficiency"]) - recall / chunks).abs() < 1e-9,
+                "{metrics}"
+            );
+        }
+    }
+}
+
+/// Every bootstrap is finite and well ordered; SCAR ±1 takes fewer chunks than static ±1.
+fn check_comparisons(comparisons: &[Value]) {
+    let chunks = comparisons
+        .iter()
+        .find(|c| {
+            c["candidate"] == "scar_1"
+                && c["baseline"] == "static_1"
+                && c["group"] == "all"
+                && c["metric"] == "chunks"
+        })
+        .unwrap();
+    for comparison in comparisons {
+        let result = &comparison["result"];
+        let (low, high) = (number(&result["ci_low"]), number(&result["ci_high"]));
+        assert!(
+            low.is_finite() && high.is_finite() && low <= high,
+            "{comparison}"
+        );
+        let p = number(&result["p_value"]);
+        assert!(p > 0.0 && p <= 1.0, "{comparison}");
+        assert!(
+            result["cohens_d"].is_null() || number(&result["cohens_d"]).is_finite(),
+            "{comparison}"
+        );
+        assert_eq!(result["resamples"], 10_000);
+    }
+    assert!(number(&chunks["result"]["mean_diff"]) <= 0.0);
+}
+
+/// The index holds RFC 9293 alone, so restricting seeds to each test's own document must find
+/// exactly the seeds of the whole-index search: a check of the document scope's first stages
+/// against the retriever's.
+#[test]
+fn document_scope_matches_the_retriever_on_a_one_document_index() {
+    let stages = ["--first-stages", "dense,bm25,hybrid"];
+    let (whole, _) = quick_eval("eval-quick-scope-index", &stages);
+    let (scoped, _) = quick_eval(
+        "eval-quick-scope-document",
+        &[&stages[..], &["--scope", "document"]].concat(),
+    );
+    assert_eq!(whole["data"]["index_documents"], 1);
+    assert_eq!(scoped["settings"]["scope"], "document");
+    assert_eq!(whole["stages"].as_array().unwrap().len(), 3);
+    for (a, b) in whole["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(scoped["stages"].as_array().unwrap())
+    {
+        assert_eq!(a["first_stage"], b["first_stage"]);
+        for (x, y) in a["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(b["tests"].as_array().unwrap())
+        {
+            assert_eq!(x["seeds"], y["seeds"], "{} {}", a["first_stage"], x["id"]);
+        }
+        assert_eq!(a["policies"], b["policies"]);
+    }
+}

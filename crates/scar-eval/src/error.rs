@@ -1,0 +1,59 @@
+//! Everything that can stop an evaluation.
+
+use std::path::PathBuf;
+
+/// Why an evaluation could not run or its report could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    /// A file or folder could not be read or written; the message names it.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// The benchmark file is not in the LegalBench-RAG layout.
+    #[error(
+        "{path} is not a LegalBench-RAG benchmark ({source}); expected \
+         {{\"tests\": [{{\"query\": ..., \"snippets\": [{{\"file_path\": ..., \"span\": [start, end]}}]}}]}}"
+    )]
+    Benchmark {
+        /// The benchmark file.
+        path: PathBuf,
+        /// What the JSON parser said.
+        source: serde_json::Error,
+    },
+    /// No test of the benchmark could be used: every snippet's file is missing or its span is
+    /// out of range, or none of its documents is in the index.
+    #[error("no test of {benchmark} can be evaluated: {reason}")]
+    NothingToEvaluate {
+        /// The benchmark file.
+        benchmark: PathBuf,
+        /// Why, with the first problems found.
+        reason: String,
+    },
+    /// An option is out of range (k = 0, no first stage, an unknown policy key, ...).
+    #[error("invalid evaluation option: {0}")]
+    Options(String),
+    /// Retrieval failed for one test.
+    #[error("test {test}: {source}")]
+    Retrieve {
+        /// The test's id.
+        test: String,
+        /// What failed.
+        source: Box<scar_retrieve::RetrieveError>,
+    },
+    /// A policy's parameters are invalid or the policy met a broken vector.
+    #[error(transparent)]
+    Policy(#[from] scar_policy::PolicyError),
+    /// The report could not be serialized.
+    #[error("serializing the report: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The plot could not be drawn or written.
+    #[error("drawing {path}: {message}")]
+    Plot {
+        /// The image file.
+        path: PathBuf,
+        /// What plotters said.
+        message: String,
+    },
+}
+
+/// Result with [`EvalError`].
+pub type Result<T, E = EvalError> = std::result::Result<T, E>;

@@ -1,0 +1,205 @@
+//! `recall_vs_chunks.png`: the trade-off each policy and each sweep setting makes.
+//!
+//! Text needs a TrueType font, which plotters' `ab_glyph` feature does not bring: the first of
+//! `$SCAR_PLOT_FONT` and a few common system paths (`DejaVu` Sans, Liberation Sans, Arial) is
+//! read at run time. Without one the plot is drawn without text and the markdown report's
+//! legend says what is what.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::metrics::Group;
+use crate::report::{EvalReport, StageResult};
+use crate::run::SCAR_1;
+use crate::{EvalError, Result};
+
+/// Each policy's colour, by key (other policies are drawn in black).
+pub const LEGEND: [(&str, &str); 7] = [
+    ("top_k", "blue"),
+    ("static_1", "red"),
+    ("static_2", "orange"),
+    ("parent_4", "purple"),
+    ("scar_1", "green"),
+    ("scar_2", "teal"),
+    ("scar_1_lambda0", "olive"),
+];
+
+const FONT: &str = "sans-serif";
+
+fn colour(key: &str) -> RGBColor {
+    match LEGEND.iter().find(|(k, _)| *k == key).map(|(_, c)| *c) {
+        Some("blue") => RGBColor(31, 119, 180),
+        Some("red") => RGBColor(214, 39, 40),
+        Some("orange") => RGBColor(255, 127, 14),
+        Some("purple") => RGBColor(148, 103, 189),
+        Some("green") => RGBColor(44, 160, 44),
+        Some("teal") => RGBColor(23, 190, 207),
+        Some("olive") => RGBColor(188, 189, 34),
+        _ => BLACK,
+    }
+}
+
+/// Registers the first font found, once per process; whether there is one.
+fn font() -> bool {
+    static FOUND: OnceLock<bool> = OnceLock::new();
+    *FOUND.get_or_init(|| {
+        let candidates = std::env::var_os("SCAR_PLOT_FONT")
+            .map(PathBuf::from)
+            .into_iter()
+            .chain(
+                [
+                    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+                    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+                    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+                    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+                    "/System/Library/Fonts/Supplemental/Arial.ttf",
+                    "C:\\Windows\\Fonts\\arial.ttf",
+                ]
+                .map(PathBuf::from),
+            );
+        candidates
+            .filter_map(|path| std::fs::read(path).ok())
+            .any(|bytes| {
+                // Registered fonts must live as long as the process: leak this one file, once.
+                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+                plotters::style::register_font(FONT, FontStyle::Normal, bytes).is_ok()
+            })
+    })
+}
+
+/// Draws recall against mean unique chunks for the report's first first stage: boundary
+/// tests on the left, atomic on the right; a coloured dot per policy ([`LEGEND`]), a grey dot
+/// per sweep setting, a ring around SCAR ±1.
+pub fn plot_recall_vs_chunks(report: &EvalReport, path: &Path) -> Result<()> {
+    draw(report, path, font())
+}
+
+fn draw(report: &EvalReport, path: &Path, text: bool) -> Result<()> {
+    let Some(stage) = report.stages.first() else {
+        return Ok(());
+    };
+    let root = BitMapBackend::new(path, (1200, 560)).into_drawing_area();
+    let drawn = root.fill(&WHITE).map_err(|e| e.to_string()).and_then(|()| {
+        let panels = root.split_evenly((1, 2));
+        panels
+            .iter()
+            .zip([Group::Boundary, Group::Atomic])
+            .try_for_each(|(area, group)| panel(area, stage, group, text))
+    });
+    drawn
+        .and_then(|()| root.present().map_err(|e| e.to_string()))
+        .map_err(|message| EvalError::Plot {
+            path: path.to_owned(),
+            message,
+        })
+}
+
+/// One group's panel: a grey dot per sweep setting, a coloured dot per policy, a ring around
+/// SCAR ±1, and labels when there is a font.
+fn panel(
+    area: &DrawingArea<BitMapBackend<'_>, Shift>,
+    stage: &StageResult,
+    group: Group,
+    text: bool,
+) -> std::result::Result<(), String> {
+    let fail = |e: &dyn std::fmt::Display| e.to_string();
+    let Some(n) = stage
+        .policies
+        .iter()
+        .find_map(|p| p.group(group))
+        .map(|m| m.n_tests)
+    else {
+        return Ok(());
+    };
+    let points: Vec<(f64, f64)> = stage
+        .policies
+        .iter()
+        .filter_map(|p| p.group(group))
+        .chain(stage.sweep.iter().filter_map(|p| p.group(group)))
+        .map(|m| (m.mean_chunks, m.recall))
+        .collect();
+    let x_max = points.iter().map(|p| p.0).fold(1.0, f64::max) * 1.25;
+    let y_min = (points.iter().map(|p| p.1).fold(1.0, f64::min) - 0.05).max(0.0);
+    let mut builder = ChartBuilder::on(area);
+    builder.margin(20);
+    if text {
+        let caption = format!("{} tests (n = {n}), {}", group.label(), stage.first_stage);
+        builder
+            .caption(caption, (FONT, 20))
+            .x_label_area_size(40)
+            .y_label_area_size(50);
+    }
+    let mut chart = builder
+        .build_cartesian_2d(0.0..x_max, y_min..1.02)
+        .map_err(|e| fail(&e))?;
+    let mut mesh = chart.configure_mesh();
+    if text {
+        mesh.x_desc("mean unique chunks")
+            .y_desc("recall")
+            .label_style((FONT, 14));
+    } else {
+        mesh.x_labels(0).y_labels(0);
+    }
+    mesh.draw().map_err(|e| fail(&e))?;
+    let grey = RGBColor(170, 170, 170);
+    let sweep = stage.sweep.iter().filter_map(|p| p.group(group));
+    chart
+        .draw_series(sweep.map(|m| Circle::new((m.mean_chunks, m.recall), 3, grey.filled())))
+        .map_err(|e| fail(&e))?;
+    // Labels go right of their dot (left near the right edge), moved down past labels
+    // already placed nearby.
+    let mut placed: Vec<(i32, i32)> = Vec::new();
+    let right = chart.plotting_area().get_pixel_range().0.end;
+    for policy in &stage.policies {
+        let Some(m) = policy.group(group) else {
+            continue;
+        };
+        let at = (m.mean_chunks, m.recall);
+        let dot = Circle::new(at, 7, colour(&policy.key).filled());
+        chart.draw_series([dot]).map_err(|e| fail(&e))?;
+        if policy.key == SCAR_1 {
+            let ring = Circle::new(at, 11, BLACK.stroke_width(2));
+            chart.draw_series([ring]).map_err(|e| fail(&e))?;
+        }
+        if text {
+            let (x, y) = chart.backend_coord(&at);
+            let mut dy = -7;
+            while placed
+                .iter()
+                .any(|&(px, py)| (px - x).abs() < 90 && (py - (y + dy)).abs() < 14)
+            {
+                dy += 14;
+            }
+            placed.push((x, y + dy));
+            // About 7 pixels a character at this size.
+            let width = 7 * i32::try_from(policy.label.chars().count()).unwrap_or(100);
+            let dx = if x + 10 + width > right {
+                -10 - width
+            } else {
+                10
+            };
+            let label = EmptyElement::at(at)
+                + Text::new(policy.label.clone(), (dx, dy), (FONT, 14).into_font());
+            chart.draw_series([label]).map_err(|e| fail(&e))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_plot_is_drawn_with_and_without_text() {
+        let report = crate::hand_computed::small_report();
+        let dir = tempfile::tempdir().unwrap();
+        for text in [false, super::font()] {
+            let path = dir.path().join(format!("plot-{text}.png"));
+            super::draw(&report, &path, text).unwrap();
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(bytes.starts_with(b"\x89PNG"), "{}", path.display());
+        }
+    }
+}

@@ -1,0 +1,645 @@
+//! The evaluation loop: prepare each question once per first stage, run every policy and every
+//! sweep setting on the same seeds, score, aggregate, bootstrap.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use scar_core::{ChunkId, dot, norm};
+use scar_index::Index;
+use scar_policy::{Options, Policy, Seed, expand};
+use scar_retrieve::{FirstStage, IndexSource, Prepared, Retriever};
+use serde::{Deserialize, Serialize};
+
+use crate::benchmark::Resolved;
+use crate::metrics::{ChunkExtent, Gold, Group, TestScore, aggregate, score};
+use crate::report::{
+    Comparison, DataSummary, EvalReport, EvalSettings, PolicyResult, SCHEMA_VERSION, StageResult,
+    SweepPoint, TestRecord,
+};
+use crate::stats::{DEFAULT_SEED, paired_bootstrap};
+use crate::{EvalError, Result};
+
+/// A policy under evaluation, with a stable key for JSON and a label for people.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NamedPolicy {
+    /// Stable key, e.g. `scar_1`.
+    pub key: String,
+    /// Label, e.g. `SCAR ±1`.
+    pub label: String,
+    /// The policy.
+    pub policy: Policy,
+}
+
+impl NamedPolicy {
+    /// A named policy.
+    #[must_use]
+    pub fn new(key: &str, label: &str, policy: Policy) -> Self {
+        Self {
+            key: key.to_owned(),
+            label: label.to_owned(),
+            policy,
+        }
+    }
+}
+
+/// The key of SCAR ±1 with the paper's λ and γ.
+pub const SCAR_1: &str = "scar_1";
+/// The key of the static ±1 window.
+pub const STATIC_1: &str = "static_1";
+/// The key of SCAR ±1 without the continuity penalty (λ = 0).
+pub const SCAR_1_NO_PENALTY: &str = "scar_1_lambda0";
+
+/// The paper's comparison set: top-k, static ±1 and ±2, parent (the heading section, or the
+/// block of 4 chunks in a document without headings), SCAR ±1 and ±2 with
+/// λ = 0.1 and γ = 0.8, and SCAR ±1 with λ = 0 (the ablation).
+#[must_use]
+pub fn default_policies() -> Vec<NamedPolicy> {
+    let gamma = Policy::PAPER_GAMMA;
+    vec![
+        NamedPolicy::new("top_k", "top-k", Policy::TopK),
+        NamedPolicy::new(STATIC_1, "static ±1", Policy::StaticWindow { window: 1 }),
+        NamedPolicy::new("static_2", "static ±2", Policy::StaticWindow { window: 2 }),
+        NamedPolicy::new(
+            "parent_4",
+            "parent (section or block 4)",
+            Policy::Parent { block: 4 },
+        ),
+        NamedPolicy::new(SCAR_1, "SCAR ±1", Policy::scar(1)),
+        NamedPolicy::new("scar_2", "SCAR ±2", Policy::scar(2)),
+        NamedPolicy::new(
+            SCAR_1_NO_PENALTY,
+            "SCAR ±1, λ = 0",
+            Policy::Scar {
+                lambda: 0.0,
+                gamma,
+                window: 1,
+            },
+        ),
+    ]
+}
+
+/// How to run an evaluation. [`Default`]: k = 5, dense first stage, [`default_policies`],
+/// SCAR ±1 against static ±1 and λ = 0 against λ = 0.1, B = 10,000 resamples with
+/// [`DEFAULT_SEED`], and the sweep λ ∈ {0, 0.05, 0.1, 0.2, 0.3} × γ ∈ {0.60, 0.65, …, 0.95} for
+/// SCAR ±1.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvalOptions {
+    /// Seeds per question.
+    pub k: usize,
+    /// First stages, each evaluated on its own seeds.
+    pub first_stages: Vec<FirstStage>,
+    /// Policies, all run on the same seeds.
+    pub policies: Vec<NamedPolicy>,
+    /// `(candidate, baseline)` policy keys to compare with the paired bootstrap.
+    pub comparisons: Vec<(String, String)>,
+    /// Bootstrap resamples.
+    pub resamples: usize,
+    /// Bootstrap seed.
+    pub seed: u64,
+    /// λ values of the sweep.
+    pub sweep_lambdas: Vec<f32>,
+    /// γ values of the sweep.
+    pub sweep_gammas: Vec<f32>,
+    /// The SCAR window of the sweep.
+    pub sweep_window: u32,
+    /// Where the first stage looks for seeds.
+    pub scope: Scope,
+    /// Whether the tests are a quick subset (recorded in the report).
+    pub quick: bool,
+}
+
+/// Where the first stage looks for a test's seeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// The whole index, as a user's search does (and as LegalBench-RAG scores retrieval).
+    #[default]
+    Index,
+    /// Only the documents that hold the test's evidence: the "oracle document" setting, which
+    /// isolates the expansion from finding the right document. It matters for benchmarks whose
+    /// questions repeat across documents, such as `ContractNLI`'s 17 hypotheses per contract.
+    Document,
+}
+
+impl std::str::FromStr for Scope {
+    type Err = EvalError;
+
+    fn from_str(text: &str) -> Result<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "index" => Ok(Self::Index),
+            "document" => Ok(Self::Document),
+            _ => Err(EvalError::Options(format!(
+                "unknown scope `{text}`: use index or document"
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Index => "index",
+            Self::Document => "document",
+        })
+    }
+}
+
+impl Default for EvalOptions {
+    fn default() -> Self {
+        Self {
+            k: 5,
+            first_stages: vec![FirstStage::Dense],
+            policies: default_policies(),
+            comparisons: vec![
+                (SCAR_1.to_owned(), STATIC_1.to_owned()),
+                (SCAR_1_NO_PENALTY.to_owned(), SCAR_1.to_owned()),
+            ],
+            resamples: 10_000,
+            seed: DEFAULT_SEED,
+            sweep_lambdas: vec![0.0, 0.05, 0.1, 0.2, 0.3],
+            sweep_gammas: (0..8).map(|i| 0.6 + 0.05 * i as f32).collect(),
+            sweep_window: 1,
+            scope: Scope::Index,
+            quick: false,
+        }
+    }
+}
+
+impl EvalOptions {
+    /// Checks k, the first stages, the policies, the comparison keys and the sweep values.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |message: String| Err(EvalError::Options(message));
+        if self.k == 0 {
+            return bad("k must be at least 1".into());
+        }
+        if self.first_stages.is_empty() {
+            return bad("name at least one first stage".into());
+        }
+        if self.policies.is_empty() {
+            return bad("name at least one policy".into());
+        }
+        for policy in &self.policies {
+            policy.policy.validate()?;
+        }
+        for (candidate, baseline) in &self.comparisons {
+            for key in [candidate, baseline] {
+                if !self.policies.iter().any(|p| &p.key == key) {
+                    return bad(format!(
+                        "comparison names policy `{key}`, which is not evaluated"
+                    ));
+                }
+            }
+        }
+        for &lambda in &self.sweep_lambdas {
+            for &gamma in &self.sweep_gammas {
+                Policy::Scar {
+                    lambda,
+                    gamma,
+                    window: self.sweep_window,
+                }
+                .validate()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where a run stands: tests done (over all first stages) of `total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Questions prepared and scored so far.
+    pub done: usize,
+    /// Questions to do: tests × first stages.
+    pub total: usize,
+}
+
+/// A test ready to score: its gold chunks and spans in index terms.
+struct ScoredTest<'a> {
+    id: &'a str,
+    kind: Option<&'a str>,
+    query: &'a str,
+    gold: Gold,
+    group: Group,
+    /// The index slots of the documents holding its evidence.
+    documents: Vec<u32>,
+}
+
+/// Runs the evaluation of `benchmark` against the retriever's index.
+///
+/// Documents of the benchmark are matched to the index's documents by canonical path; tests
+/// whose documents are not indexed, or whose spans cover no chunk (e.g. only whitespace that
+/// the chunker dropped), are left out and listed in the report's problems.
+pub fn evaluate(
+    retriever: &Retriever,
+    benchmark: &Resolved,
+    options: &EvalOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<EvalReport> {
+    options.validate()?;
+    let index = retriever.index();
+    let mut problems = benchmark.problems.clone();
+    let tests = gold_tests(index, benchmark, &mut problems);
+    if tests.is_empty() {
+        return Err(EvalError::NothingToEvaluate {
+            benchmark: benchmark.benchmark.clone(),
+            reason: problems
+                .iter()
+                .take(3)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; "),
+        });
+    }
+    let runner = Runner::new(retriever, options, &tests)?;
+    let total = tests.len() * options.first_stages.len();
+    let mut done = 0;
+    progress(Progress { done, total });
+    let mut stages = Vec::new();
+    for &stage in &options.first_stages {
+        stages.push(runner.stage(stage, &mut || {
+            done += 1;
+            progress(Progress { done, total });
+        })?);
+    }
+
+    let count = |group: Group| tests.iter().filter(|t| t.group == group).count();
+    let mut kinds: BTreeMap<String, BTreeMap<Group, usize>> = BTreeMap::new();
+    for test in &tests {
+        if let Some(kind) = test.kind {
+            *kinds
+                .entry(kind.to_owned())
+                .or_default()
+                .entry(test.group)
+                .or_default() += 1;
+        }
+    }
+    let manifest = index.manifest();
+    Ok(EvalReport {
+        schema: SCHEMA_VERSION.to_owned(),
+        settings: EvalSettings {
+            benchmark: benchmark.benchmark.display().to_string(),
+            corpus: benchmark.corpus.display().to_string(),
+            index: index.dir().display().to_string(),
+            model: manifest.model.id.clone(),
+            dimension: manifest.model.dimension,
+            chunker: manifest.chunker,
+            k: options.k,
+            first_stages: options.first_stages.clone(),
+            policies: options.policies.clone(),
+            resamples: options.resamples,
+            seed: options.seed,
+            scope: options.scope,
+            quick: options.quick,
+        },
+        data: DataSummary {
+            tests_in_file: benchmark.tests_in_file,
+            tests_chosen: benchmark.tests.len(),
+            tests_scored: tests.len(),
+            boundary: count(Group::Boundary),
+            atomic: count(Group::Atomic),
+            kinds,
+            documents: benchmark.documents.len(),
+            index_documents: index.documents().len(),
+            index_chunks: index.len(),
+            path_fallbacks: benchmark.fallbacks,
+            path_fallback_example: benchmark.fallback_example.clone(),
+            problems,
+        },
+        stages,
+    })
+}
+
+/// The benchmark's tests with their gold chunks; the ones that cannot be scored are left out
+/// with a line in `problems`.
+fn gold_tests<'a>(
+    index: &Index,
+    benchmark: &'a Resolved,
+    problems: &mut Vec<String>,
+) -> Vec<ScoredTest<'a>> {
+    let slots: HashMap<&Path, u32> = index
+        .documents()
+        .iter()
+        .map(|d| (d.path.as_path(), d.slot))
+        .collect();
+    let mut extents: HashMap<u32, Vec<ChunkExtent>> = HashMap::new();
+    for document in index.documents() {
+        if benchmark.documents.contains(&document.path) {
+            let chunks = document
+                .rows()
+                .filter_map(|row| index.chunk(ChunkId(row)))
+                .map(|c| extent(&c))
+                .collect();
+            extents.insert(document.slot, chunks);
+        }
+    }
+    let mut tests = Vec::new();
+    for test in &benchmark.tests {
+        let mut spans = Vec::new();
+        for span in &test.spans {
+            match slots.get(span.path.as_path()) {
+                Some(&slot) => spans.push((slot, span.chars.clone())),
+                None => problems.push(format!(
+                    "test {}: {} is not in the index",
+                    test.id,
+                    span.path.display()
+                )),
+            }
+        }
+        let mut slots_used: Vec<u32> = spans.iter().map(|(slot, _)| *slot).collect();
+        slots_used.sort_unstable();
+        slots_used.dedup();
+        let chunks: Vec<ChunkExtent> = slots_used
+            .iter()
+            .flat_map(|slot| extents[slot].iter().cloned())
+            .collect();
+        let gold = Gold::new(spans, &chunks);
+        match gold.group() {
+            Some(group) => {
+                tests.push(ScoredTest {
+                    id: &test.id,
+                    kind: test.kind.as_deref(),
+                    query: &test.query,
+                    gold,
+                    group,
+                    documents: slots_used,
+                });
+            }
+            None => problems.push(format!(
+                "test {}: left out, its spans cover no indexed chunk",
+                test.id
+            )),
+        }
+    }
+    tests
+}
+
+/// What every first stage shares: the tests, the validated policies and sweep settings.
+struct Runner<'a> {
+    retriever: &'a Retriever,
+    options: &'a EvalOptions,
+    tests: &'a [ScoredTest<'a>],
+    groups: Vec<Group>,
+    policies: Vec<Options>,
+    sweep: Vec<(f32, f32, Options)>,
+}
+
+impl<'a> Runner<'a> {
+    fn new(
+        retriever: &'a Retriever,
+        options: &'a EvalOptions,
+        tests: &'a [ScoredTest<'a>],
+    ) -> Result<Self> {
+        let policies = options
+            .policies
+            .iter()
+            .map(|p| Options::new(p.policy))
+            .collect::<Result<_, _>>()?;
+        let sweep = options
+            .sweep_lambdas
+            .iter()
+            .flat_map(|&lambda| {
+                options
+                    .sweep_gammas
+                    .iter()
+                    .map(move |&gamma| (lambda, gamma))
+            })
+            .map(|(lambda, gamma)| {
+                Options::new(Policy::Scar {
+                    lambda,
+                    gamma,
+                    window: options.sweep_window,
+                })
+                .map(|o| (lambda, gamma, o))
+            })
+            .collect::<Result<_, _>>()?;
+        let groups = tests.iter().map(|t| t.group).collect();
+        Ok(Self {
+            retriever,
+            options,
+            tests,
+            groups,
+            policies,
+            sweep,
+        })
+    }
+
+    /// Every test with one first stage; `tick` after each test.
+    fn stage(&self, stage: FirstStage, tick: &mut dyn FnMut()) -> Result<StageResult> {
+        let index = self.retriever.index();
+        let named = &self.options.policies;
+        let mut policy_scores: Vec<Vec<TestScore>> =
+            vec![Vec::with_capacity(self.tests.len()); named.len()];
+        let mut sweep_scores: Vec<Vec<TestScore>> =
+            vec![Vec::with_capacity(self.tests.len()); self.sweep.len()];
+        let mut records = Vec::with_capacity(self.tests.len());
+        for test in self.tests {
+            let retrieve = |source| EvalError::Retrieve {
+                test: test.id.to_owned(),
+                source: Box::new(source),
+            };
+            let mut prepared = self
+                .retriever
+                .prepare(test.query, stage, self.options.k)
+                .map_err(retrieve)?;
+            if self.options.scope == Scope::Document {
+                prepared.seeds = document_seeds(index, &prepared, &test.documents)
+                    .map_err(|e| retrieve(e.into()))?;
+            }
+            let mut scores = BTreeMap::new();
+            for ((policy, options), column) in
+                named.iter().zip(&self.policies).zip(&mut policy_scores)
+            {
+                let ledger = self
+                    .retriever
+                    .expand(&prepared, options)
+                    .map_err(retrieve)?
+                    .ledger;
+                let result = score(
+                    &test.gold,
+                    &context_extents(index, &ledger.context),
+                    ledger.context_tokens,
+                );
+                scores.insert(policy.key.clone(), result);
+                column.push(result);
+            }
+            for ((_, _, options), column) in self.sweep.iter().zip(&mut sweep_scores) {
+                let ledger = expand(
+                    &IndexSource(index),
+                    &prepared.embedding,
+                    &prepared.seeds,
+                    options,
+                )?;
+                column.push(score(
+                    &test.gold,
+                    &context_extents(index, &ledger.context),
+                    ledger.context_tokens,
+                ));
+            }
+            records.push(TestRecord {
+                id: test.id.to_owned(),
+                kind: test.kind.map(str::to_owned),
+                group: test.group,
+                gold_chunks: test.gold.chunks().iter().map(|id| id.0).collect(),
+                seeds: prepared.seeds.iter().map(|s| s.id.0).collect(),
+                scores,
+            });
+            tick();
+        }
+        let policies = named
+            .iter()
+            .zip(&policy_scores)
+            .map(|(policy, scores)| PolicyResult {
+                key: policy.key.clone(),
+                label: policy.label.clone(),
+                policy: policy.policy,
+                groups: aggregate(scores, &self.groups),
+            })
+            .collect();
+        let sweep = self
+            .sweep
+            .iter()
+            .zip(&sweep_scores)
+            .map(|((lambda, gamma, _), scores)| SweepPoint {
+                lambda: *lambda,
+                gamma: *gamma,
+                window: self.options.sweep_window,
+                groups: aggregate(scores, &self.groups),
+            })
+            .collect();
+        Ok(StageResult {
+            first_stage: stage,
+            policies,
+            comparisons: self.compare(&policy_scores),
+            sweep,
+            tests: records,
+        })
+    }
+
+    /// The paired bootstraps of the option's comparisons, per group and metric.
+    fn compare(&self, policy_scores: &[Vec<TestScore>]) -> Vec<Comparison> {
+        let column = |key: &str| {
+            self.options
+                .policies
+                .iter()
+                .position(|p| p.key == key)
+                .map(|i| &policy_scores[i])
+        };
+        let mut comparisons = Vec::new();
+        for (candidate, baseline) in &self.options.comparisons {
+            let (Some(a), Some(b)) = (column(candidate), column(baseline)) else {
+                continue;
+            };
+            for group in Group::ALL {
+                let pick = |scores: &[TestScore], metric: Metric| -> Vec<f64> {
+                    scores
+                        .iter()
+                        .zip(&self.groups)
+                        .filter(|(_, g)| group.contains(**g))
+                        .map(|(s, _)| metric(s))
+                        .collect()
+                };
+                for (metric, value) in METRICS {
+                    let (resamples, seed) = (self.options.resamples, self.options.seed);
+                    if let Some(result) =
+                        paired_bootstrap(&pick(a, value), &pick(b, value), resamples, seed)
+                    {
+                        comparisons.push(Comparison {
+                            candidate: candidate.clone(),
+                            baseline: baseline.clone(),
+                            group,
+                            metric: metric.to_owned(),
+                            result,
+                        });
+                    }
+                }
+            }
+        }
+        comparisons
+    }
+}
+
+/// The top-k seeds of `prepared`'s first stage among the chunks of `documents` only: exact
+/// cosine for dense, BM25 over the whole index filtered to those documents, and for hybrid the
+/// same reciprocal rank fusion as [`Retriever::prepare`] (constant 60, depth max(4k, 50)) over
+/// those two lists.
+fn document_seeds(
+    index: &Index,
+    prepared: &Prepared,
+    documents: &[u32],
+) -> scar_index::Result<Vec<Seed>> {
+    let k = prepared.k;
+    let rows: Vec<u32> = index
+        .documents()
+        .iter()
+        .filter(|d| documents.contains(&d.slot))
+        .flat_map(scar_index::DocumentEntry::rows)
+        .collect();
+    let dense = |depth: usize| {
+        let query_norm = norm(&prepared.embedding).max(f32::MIN_POSITIVE);
+        let mut hits: Vec<(ChunkId, f32)> = rows
+            .iter()
+            .map(|&row| {
+                (
+                    ChunkId(row),
+                    dot(&prepared.embedding, index.embedding(ChunkId(row))) / query_norm,
+                )
+            })
+            .collect();
+        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        hits.truncate(depth);
+        hits
+    };
+    let bm25 = |depth: usize| -> scar_index::Result<Vec<(ChunkId, f32)>> {
+        let mut hits = index.bm25_search(&prepared.query, index.len())?;
+        hits.retain(|(id, _)| rows.contains(&id.0));
+        hits.truncate(depth);
+        Ok(hits)
+    };
+    let hits = match prepared.first_stage {
+        FirstStage::Dense => dense(k),
+        FirstStage::Bm25 => bm25(k)?,
+        FirstStage::Hybrid => {
+            let depth = (4 * k).max(50);
+            let mut scores: HashMap<ChunkId, f32> = HashMap::new();
+            for list in [dense(depth), bm25(depth)?] {
+                for (rank, (id, _)) in list.iter().enumerate() {
+                    *scores.entry(*id).or_default() += 1.0 / (60.0 + rank as f32 + 1.0);
+                }
+            }
+            let mut fused: Vec<(ChunkId, f32)> = scores.into_iter().collect();
+            fused.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            fused.truncate(k);
+            fused
+        }
+    };
+    Ok(hits
+        .into_iter()
+        .map(|(id, score)| Seed { id, score })
+        .collect())
+}
+
+/// One per-test value.
+type Metric = fn(&TestScore) -> f64;
+
+/// The per-test values the bootstrap compares: recall, unique chunks and context tokens.
+const METRICS: [(&str, Metric); 3] = [
+    ("recall", |s| s.recall),
+    ("chunks", |s| s.chunks as f64),
+    ("tokens", |s| s.tokens as f64),
+];
+
+fn extent(chunk: &scar_index::ChunkView<'_>) -> ChunkExtent {
+    ChunkExtent {
+        id: chunk.id,
+        document: chunk.document.slot,
+        chars: chunk.chars.clone(),
+    }
+}
+
+fn context_extents(index: &Index, context: &[ChunkId]) -> Vec<ChunkExtent> {
+    context
+        .iter()
+        .filter_map(|&id| index.chunk(id))
+        .map(|c| extent(&c))
+        .collect()
+}

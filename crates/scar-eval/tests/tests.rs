@@ -1,0 +1,4 @@
+//! Integration tests of scar-eval, as one binary.
+#![allow(clippy::unwrap_used)]
+
+mod benchmarks;
