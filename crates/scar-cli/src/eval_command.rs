@@ -2,12 +2,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::UNIX_EPOCH;
 
 use anyhow::{Context, Result, bail};
-use indicatif::{ProgressBar, ProgressStyle};
 use scar_embed::{EmbedOptions, Embedder, ModelLocator};
 use scar_eval::{Benchmark, EvalOptions, Resolved, Scope, evaluate, resolve, write_report};
 use scar_index::{Index, IndexOptions, index_paths};
@@ -104,7 +101,7 @@ pub fn run(settings: &Settings, args: &EvalArgs) -> Result<ExitCode> {
             },
         );
     }
-    let bar = progress_bar(
+    let bar = crate::index_command::progress_bar(
         args.json,
         "{bar:30} {percent:>3}% {pos}/{len} questions, {elapsed} (ETA {eta})",
     );
@@ -185,32 +182,15 @@ fn retriever(settings: &Settings, resolved: &Resolved, quiet: bool) -> Result<Re
                 embedder.device_name()
             );
         }
-        let cancel = Arc::new(AtomicBool::new(false));
-        let handler_flag = Arc::clone(&cancel);
-        ctrlc::set_handler(move || {
-            if handler_flag.swap(true, Ordering::SeqCst) {
-                std::process::exit(130);
-            }
-            eprintln!("\nstopping after the current batch (Ctrl-C again to quit now)");
-        })
-        .context("installing the Ctrl-C handler")?;
-        let bar = progress_bar(quiet, "{bar:30} {percent:>3}% indexing: {msg}");
+        let cancel = crate::index_command::cancel_on_ctrl_c()?;
+        let bar =
+            crate::index_command::progress_bar(quiet, "{bar:30} {percent:>3}% indexing: {msg}");
         let report = index_paths(
             dir,
             &resolved.documents,
             &embedder,
             &IndexOptions::default(),
-            &mut |p| {
-                bar.set_length(p.bytes_total.max(1));
-                bar.set_position(p.bytes_done);
-                bar.set_message(format!(
-                    "{}/{} files, {} chunks, {:.0} tokens/s",
-                    p.files_done,
-                    p.files_total,
-                    p.chunks,
-                    p.tokens_per_second()
-                ));
-            },
+            &mut |p| crate::index_command::show_progress(&bar, p),
             &cancel,
         )?;
         bar.finish_and_clear();
@@ -245,16 +225,4 @@ fn is_current(index: Option<&Index>, path: &Path) -> bool {
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_nanos() as u64);
     entry.size == metadata.len() && entry.modified_ns == modified
-}
-
-fn progress_bar(hidden: bool, template: &str) -> ProgressBar {
-    if hidden {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(0);
-    bar.set_style(
-        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar.enable_steady_tick(Duration::from_millis(200));
-    bar
 }

@@ -87,15 +87,7 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
         ..IndexOptions::default()
     };
 
-    let cancel = Arc::new(AtomicBool::new(false));
-    let handler_flag = Arc::clone(&cancel);
-    ctrlc::set_handler(move || {
-        if handler_flag.swap(true, Ordering::SeqCst) {
-            std::process::exit(130);
-        }
-        eprintln!("\nstopping after the current batch (Ctrl-C again to quit now)");
-    })
-    .context("installing the Ctrl-C handler")?;
+    let cancel = cancel_on_ctrl_c()?;
 
     if !args.json {
         eprintln!(
@@ -105,13 +97,13 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
             embedder.device_name()
         );
     }
-    let bar = progress_bar(args.json);
+    let bar = progress_bar(args.json, "{bar:30} {percent:>3}% {msg}");
     let report = index_paths(
         dir,
         &args.paths,
         &embedder,
         &options,
-        &mut |p| update(&bar, p),
+        &mut |p| show_progress(&bar, p),
         &cancel,
     )?;
     bar.finish_and_clear();
@@ -161,20 +153,36 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
     Ok(index_exit(report.is_complete()))
 }
 
-fn progress_bar(hidden: bool) -> ProgressBar {
+/// A flag that the first Ctrl-C sets (indexing stops after the current batch, keeping what was
+/// committed); a second Ctrl-C quits at once.
+pub(crate) fn cancel_on_ctrl_c() -> Result<Arc<AtomicBool>> {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let handler_flag = Arc::clone(&cancel);
+    ctrlc::set_handler(move || {
+        if handler_flag.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!("\nstopping after the current batch (Ctrl-C again to quit now)");
+    })
+    .context("installing the Ctrl-C handler")?;
+    Ok(cancel)
+}
+
+/// A progress bar drawn with `template`, or a hidden one (for `--json`).
+pub(crate) fn progress_bar(hidden: bool, template: &str) -> ProgressBar {
     if hidden {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(0);
     bar.set_style(
-        ProgressStyle::with_template("{bar:30} {percent:>3}% {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar.enable_steady_tick(Duration::from_millis(200));
     bar
 }
 
-fn update(bar: &ProgressBar, progress: &IndexProgress) {
+/// Shows an indexing run's files, chunks, throughput and time left.
+pub(crate) fn show_progress(bar: &ProgressBar, progress: &IndexProgress) {
     bar.set_length(progress.bytes_total.max(1));
     bar.set_position(progress.bytes_done);
     let eta = progress
