@@ -125,18 +125,7 @@ fn print_report(
             println!("    {line}");
         }
     }
-    let saved = baseline
-        .ledger
-        .context
-        .len()
-        .saturating_sub(ledger.context.len());
-    println!(
-        "\n{} chunks, {} tokens; static ±1 on the same seeds: {} chunks, {} tokens ({saved} chunks saved)",
-        ledger.context.len(),
-        ledger.context_tokens,
-        baseline.ledger.context.len(),
-        baseline.ledger.context_tokens,
-    );
+    println!("\n{}", comparison(report, baseline));
     let t = &report.timings;
     println!(
         "{}",
@@ -146,6 +135,22 @@ fn print_report(
         ))
         .dim()
     );
+}
+
+/// The context's size beside static ±1's on the same seeds: what SCAR saved.
+fn comparison(report: &SearchReport, baseline: &SearchReport) -> String {
+    let (ours, theirs) = (&report.ledger, &baseline.ledger);
+    let saved = match theirs.context.len().saturating_sub(ours.context.len()) {
+        1 => "1 chunk saved".to_owned(),
+        n => format!("{n} chunks saved"),
+    };
+    format!(
+        "{} chunks, {} tokens; static ±1 on the same seeds: {} chunks, {} tokens ({saved})",
+        ours.context.len(),
+        ours.context_tokens,
+        theirs.context.len(),
+        theirs.context_tokens,
+    )
 }
 
 fn neighbour_line(n: &NeighbourRecord, place: &dyn Fn(scar_core::ChunkId) -> String) -> String {

@@ -72,7 +72,7 @@ impl fmt::Display for PolicyName {
 #[allow(clippy::doc_markdown)]
 #[derive(Debug, Default, Clone, clap::Args)]
 pub struct SettingFlags {
-    /// Index folder [env: SCAR_INDEX] [default: <data dir>/scar/index]
+    /// Index folder [env: SCAR_INDEX] [default: ~/.local/share/scar/index on Linux]
     #[arg(long, global = true)]
     pub index: Option<PathBuf>,
     /// Embedding model: hub id, short name or folder [env: SCAR_MODEL] [default: BAAI/bge-large-en-v1.5]
