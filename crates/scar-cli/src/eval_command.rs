@@ -2,7 +2,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::UNIX_EPOCH;
 
 use anyhow::{Context, Result, bail};
 use scar_embed::{EmbedOptions, Embedder, ModelLocator};
@@ -216,13 +215,5 @@ fn is_current(index: Option<&Index>, path: &Path) -> bool {
     else {
         return false;
     };
-    let Ok(metadata) = std::fs::metadata(path) else {
-        return false;
-    };
-    let modified = metadata
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos() as u64);
-    entry.size == metadata.len() && entry.modified_ns == modified
+    std::fs::metadata(path).is_ok_and(|metadata| entry.is_current(&metadata))
 }

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use scar_core::cosine;
 use scar_embed::Embedder;
@@ -14,7 +14,8 @@ use crate::chunk::{ChunkSpan, Chunker, ChunkerConfig};
 use crate::load::{LoadOptions, LoadedDocument, load_document};
 use crate::store::{
     Catalog, ChunkRecord, DocumentEntry, FORMAT_VERSION, Manifest, RECORD_BYTES, TextFields,
-    VectorEncoding, data_files, io_error, manifest_path, read_catalog, read_manifest, text_dir,
+    VectorEncoding, data_files, file_stamp, io_error, manifest_path, read_catalog, read_manifest,
+    text_dir,
 };
 use crate::walk::discover;
 use crate::{IndexError, Result};
@@ -180,11 +181,11 @@ pub fn index_paths(
         writer.remove(slot);
     }
 
-    let by_path: HashMap<PathBuf, (u32, u64, u64)> = writer
+    let by_path: HashMap<&Path, &DocumentEntry> = writer
         .catalog
         .documents
         .iter()
-        .map(|d| (d.path.clone(), (d.slot, d.size, d.modified_ns)))
+        .map(|d| (d.path.as_path(), d))
         .collect();
     let mut todo = Vec::new();
     for path in discovered.files {
@@ -195,16 +196,12 @@ pub fn index_paths(
             });
             continue;
         };
-        let modified_ns = metadata
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos() as u64);
-        match by_path.get(&path) {
-            Some(&(_, size, modified)) if size == metadata.len() && modified == modified_ns => {
-                report.unchanged += 1;
-            }
-            known => todo.push((path, metadata.len(), modified_ns, known.map(|k| k.0))),
+        let known = by_path.get(path.as_path()).copied();
+        if known.is_some_and(|entry| entry.is_current(&metadata)) {
+            report.unchanged += 1;
+        } else {
+            let (size, modified_ns) = file_stamp(&metadata);
+            todo.push((path, size, modified_ns, known.map(|entry| entry.slot)));
         }
     }
 
@@ -380,15 +377,6 @@ impl<'e> Writer<'e> {
                     .map(|c| c.embedding_text(&p.document.text, prepend))
             })
             .collect();
-        if texts.is_empty() {
-            for p in pending.iter().filter(|p| p.chunks.is_empty()) {
-                report.skipped.push(Skipped {
-                    path: p.path.clone(),
-                    reason: "no text to index".into(),
-                });
-            }
-            return Ok(());
-        }
         let refs: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
         let (chunks_before, tokens_before) = (state.chunks, state.tokens);
         let embeddings = self

@@ -88,7 +88,25 @@ pub struct DocumentEntry {
     pub chunk_count: u32,
 }
 
+/// A file's size and modification time (ns since the epoch): the cheap check that it has not
+/// changed since it was indexed.
+#[must_use]
+pub fn file_stamp(metadata: &std::fs::Metadata) -> (u64, u64) {
+    let modified_ns = metadata
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as u64);
+    (metadata.len(), modified_ns)
+}
+
 impl DocumentEntry {
+    /// True when a file with this metadata looks unchanged since it was indexed.
+    #[must_use]
+    pub fn is_current(&self, metadata: &std::fs::Metadata) -> bool {
+        file_stamp(metadata) == (self.size, self.modified_ns)
+    }
+
     /// The rows (chunk ids) of this document.
     #[must_use]
     pub fn rows(&self) -> Range<u32> {
