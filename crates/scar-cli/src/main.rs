@@ -1,5 +1,6 @@
 //! `scar`: index documents, search them with SCAR, and see why each neighbour was added or left.
 
+mod ask_command;
 mod eval_command;
 mod index_command;
 mod inspect_command;
@@ -11,7 +12,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use settings::{SearchFlags, SettingFlags, Settings};
+use settings::{AnswerFlags, SearchFlags, SettingFlags, Settings};
 
 // Model inference allocates and frees large tensors at a high rate; glibc's malloc serves each
 // through mmap/munmap and spends up to a third of embedding time in the kernel.
@@ -56,6 +57,18 @@ enum Command {
         #[arg(long)]
         full: bool,
     },
+    /// Answer a question from the indexed documents with a local model (or a server), citing chunks
+    Ask {
+        /// The question
+        query: String,
+        #[command(flatten)]
+        search: SearchFlags,
+        #[command(flatten)]
+        answer: AnswerFlags,
+        /// Print the search report and the answer as JSON (schema scar.answer/1, docs/JSON.md)
+        #[arg(long)]
+        json: bool,
+    },
     /// Show what an index holds, one chunk, or check its consistency
     Inspect(inspect_command::InspectArgs),
     /// List or fetch embedding models
@@ -88,17 +101,19 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let search_flags = match &cli.command {
-        Command::Search { search, .. } => search.clone(),
-        Command::Eval(args) => args.search_flags(),
-        _ => SearchFlags::default(),
+    let (search_flags, answer_flags) = match &cli.command {
+        Command::Search { search, .. } => (search.clone(), AnswerFlags::default()),
+        Command::Ask { search, answer, .. } => (search.clone(), answer.clone()),
+        Command::Eval(args) => (args.search_flags(), AnswerFlags::default()),
+        _ => (SearchFlags::default(), AnswerFlags::default()),
     };
-    let settings = Settings::resolve(&cli.settings, &search_flags)?;
+    let settings = Settings::resolve(&cli.settings, &search_flags, &answer_flags)?;
     match cli.command {
         Command::Index(args) => index_command::run(&settings, &args),
         Command::Search {
             query, json, full, ..
         } => search_command::run(&settings, &query, json, full),
+        Command::Ask { query, json, .. } => ask_command::run(&settings, &query, json),
         Command::Inspect(args) => inspect_command::run(&settings, &args),
         Command::Models { action } => models_command::run(&settings, &action),
         Command::Eval(args) => eval_command::run(&settings, &args),
@@ -139,7 +154,7 @@ fn print_config(settings: &Settings, json: bool) {
             (None, None) => println!("# config file: none"),
         }
         for (name, value, source) in rows {
-            println!("{name:<14} = {value:<40} # {source}");
+            println!("{name:<17} = {value:<40} # {source}");
         }
     }
 }

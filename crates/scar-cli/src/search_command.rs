@@ -138,7 +138,7 @@ fn print_report(
 }
 
 /// The context's size beside static ±1's on the same seeds: what SCAR saved.
-fn comparison(report: &SearchReport, baseline: &SearchReport) -> String {
+pub(crate) fn comparison(report: &SearchReport, baseline: &SearchReport) -> String {
     let (ours, theirs) = (&report.ledger, &baseline.ledger);
     let saved = match theirs.context.len().saturating_sub(ours.context.len()) {
         1 => "1 chunk saved".to_owned(),
@@ -189,7 +189,7 @@ fn neighbour_line(n: &NeighbourRecord, place: &dyn Fn(scar_core::ChunkId) -> Str
     )
 }
 
-fn short(path: &str) -> &str {
+pub(crate) fn short(path: &str) -> &str {
     std::path::Path::new(path)
         .file_name()
         .and_then(|n| n.to_str())

@@ -116,6 +116,33 @@ pub struct SearchFlags {
     pub budget_tokens: Option<usize>,
 }
 
+/// Answer settings given on the command line (`scar ask`).
+#[allow(clippy::doc_markdown)]
+#[derive(Debug, Default, Clone, clap::Args)]
+pub struct AnswerFlags {
+    /// Local chat model: GGUF file, folder, known name or org/repo:file.gguf [env: SCAR_LLM] [default: SmolLM2-135M-Instruct]
+    #[arg(long)]
+    pub llm: Option<String>,
+    /// Answer through an OpenAI-compatible server instead, e.g. http://127.0.0.1:8080/v1; a key, if any, from SCAR_LLM_API_KEY [env: SCAR_LLM_URL]
+    #[arg(long)]
+    pub llm_url: Option<String>,
+    /// Model name sent to that server [env: SCAR_LLM_MODEL] [default: default]
+    #[arg(long)]
+    pub llm_model: Option<String>,
+    /// Let --llm-url name a host other than this machine (documents are sent there) [env: SCAR_ALLOW_REMOTE_HOST]
+    #[arg(long)]
+    pub allow_remote_host: bool,
+    /// Most tokens in the answer [env: SCAR_MAX_TOKENS] [default: 256]
+    #[arg(long)]
+    pub max_tokens: Option<usize>,
+    /// 0 answers deterministically; higher samples [env: SCAR_TEMPERATURE] [default: 0]
+    #[arg(long)]
+    pub temperature: Option<f64>,
+    /// Sampling seed [env: SCAR_SEED] [default: 42]
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
 /// Every setting, resolved.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -131,6 +158,13 @@ pub struct Settings {
     pub parent_block: Setting<u32>,
     pub first_stage: Setting<FirstStage>,
     pub budget_tokens: Setting<Option<usize>>,
+    pub llm: Setting<String>,
+    pub llm_url: Setting<Option<String>>,
+    pub llm_model: Setting<String>,
+    pub allow_remote_host: Setting<bool>,
+    pub max_tokens: Setting<usize>,
+    pub temperature: Setting<f64>,
+    pub seed: Setting<u64>,
     /// The config file that was read, if it exists.
     pub config_file: Option<PathBuf>,
 }
@@ -218,6 +252,20 @@ impl Layers {
     }
 }
 
+/// A text that may be absent (`none` or empty clears it).
+#[derive(Debug, Clone)]
+struct OptionalText(Option<String>);
+
+impl FromStr for OptionalText {
+    type Err = std::convert::Infallible;
+    fn from_str(text: &str) -> std::result::Result<Self, Self::Err> {
+        let text = text.trim();
+        Ok(Self(
+            (!matches!(text, "" | "none" | "off")).then(|| text.to_owned()),
+        ))
+    }
+}
+
 /// A value that must hold a number (`budget_tokens = none` clears it).
 #[derive(Debug, Clone, Copy)]
 struct OptionalCount(Option<usize>);
@@ -234,7 +282,11 @@ impl FromStr for OptionalCount {
 }
 
 impl Settings {
-    pub fn resolve(flags: &SettingFlags, search: &SearchFlags) -> Result<Self> {
+    pub fn resolve(
+        flags: &SettingFlags,
+        search: &SearchFlags,
+        answer: &AnswerFlags,
+    ) -> Result<Self> {
         let layers = Layers::read()?;
         let default_index = dirs::data_dir()
             .unwrap_or_else(|| PathBuf::from("."))
@@ -244,6 +296,11 @@ impl Settings {
             "budget_tokens",
             search.budget_tokens.map(|b| OptionalCount(Some(b))),
             OptionalCount(None),
+        )?;
+        let llm_url = layers.resolve(
+            "llm_url",
+            answer.llm_url.clone().map(|u| OptionalText(Some(u))),
+            OptionalText(None),
         )?;
         Ok(Self {
             index: layers.resolve("index", flags.index.clone(), default_index)?,
@@ -269,6 +326,28 @@ impl Settings {
                 value: budget.value.0,
                 source: budget.source,
             },
+            llm: layers.resolve(
+                "llm",
+                answer.llm.clone(),
+                scar_answer::DEFAULT_LLM.to_owned(),
+            )?,
+            llm_url: Setting {
+                value: llm_url.value.0,
+                source: llm_url.source,
+            },
+            llm_model: layers.resolve(
+                "llm_model",
+                answer.llm_model.clone(),
+                "default".to_owned(),
+            )?,
+            allow_remote_host: layers.resolve(
+                "allow_remote_host",
+                answer.allow_remote_host.then_some(true),
+                false,
+            )?,
+            max_tokens: layers.resolve("max_tokens", answer.max_tokens, 256)?,
+            temperature: layers.resolve("temperature", answer.temperature, 0.0)?,
+            seed: layers.resolve("seed", answer.seed, 42)?,
             config_file: layers.file_path,
         })
     }
@@ -322,6 +401,20 @@ impl Settings {
                     .map_or_else(|| "none".to_owned(), |b| b.to_string()),
                 self.budget_tokens.source,
             ),
+            row("llm", &self.llm),
+            (
+                "llm_url",
+                self.llm_url
+                    .value
+                    .clone()
+                    .unwrap_or_else(|| "none".to_owned()),
+                self.llm_url.source,
+            ),
+            row("llm_model", &self.llm_model),
+            row("allow_remote_host", &self.allow_remote_host),
+            row("max_tokens", &self.max_tokens),
+            row("temperature", &self.temperature),
+            row("seed", &self.seed),
         ]
     }
 }

@@ -24,6 +24,23 @@ pub fn scar(index: &Path) -> Command {
     command
 }
 
+/// Runs a command that must fail with status 1 and one `error:` line holding `words`.
+pub fn fails_with(command: &mut std::process::Command, words: &str) {
+    let output = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{command:?}: {stderr}");
+    assert_eq!(
+        stderr.lines().filter(|l| l.starts_with("error: ")).count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains(words), "expected {words:?} in {stderr}");
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
+        "{stderr}"
+    );
+}
+
 pub fn run(command: &mut Command) -> Output {
     let output = command.output().unwrap();
     assert!(
@@ -44,16 +61,33 @@ pub fn rfc_index() -> &'static Path {
             .join("../shared/data/corpora/rfc9293.txt")
             .canonicalize()
             .unwrap();
-        let mut hasher = std::hash::DefaultHasher::new();
-        std::hash::Hash::hash(&rfc, &mut hasher);
-        let name = format!(
-            "rfc9293-minilm-index-{:016x}",
-            std::hash::Hasher::finish(&hasher)
-        );
+        let name = format!("rfc9293-minilm-index-{:016x}", path_hash(&rfc));
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
         run(scar(&dir).arg("index").arg(rfc).arg("--json"));
         dir
     })
+}
+
+/// The example shipped in `assets/example`, indexed once per checkout.
+pub fn example_index() -> &'static Path {
+    static INDEX: OnceLock<PathBuf> = OnceLock::new();
+    INDEX.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "example-minilm-index-{:016x}",
+            path_hash(&workspace())
+        ));
+        run(scar(&dir)
+            .arg("index")
+            .arg(workspace().join("assets/example"))
+            .arg("--json"));
+        dir
+    })
+}
+
+fn path_hash(path: &Path) -> u64 {
+    let mut hasher = std::hash::DefaultHasher::new();
+    std::hash::Hash::hash(&path.canonicalize().unwrap(), &mut hasher);
+    std::hash::Hasher::finish(&hasher)
 }
 
 pub fn search_json(index: &Path, query: &str, extra: &[&str]) -> serde_json::Value {

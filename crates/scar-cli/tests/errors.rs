@@ -1,22 +1,6 @@
 //! Bad input gets one clear line and a non-zero exit, never a panic.
 
-use crate::common::{rfc_index, scar, workspace};
-
-fn fails_with(command: &mut std::process::Command, words: &str) {
-    let output = command.output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{command:?}: {stderr}");
-    assert_eq!(
-        stderr.lines().filter(|l| l.starts_with("error: ")).count(),
-        1,
-        "{stderr}"
-    );
-    assert!(stderr.contains(words), "expected {words:?} in {stderr}");
-    assert!(
-        !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
-        "{stderr}"
-    );
-}
+use crate::common::{fails_with, rfc_index, scar, workspace};
 
 #[test]
 fn searching_without_an_index_says_how_to_build_one() {

@@ -1,6 +1,7 @@
 //! End-to-end tests of the `scar` command, as one binary.
 #![allow(clippy::unwrap_used)]
 
+mod ask;
 mod common;
 mod errors;
 mod eval;

@@ -46,7 +46,7 @@ impl fmt::Display for DeviceChoice {
 
 impl DeviceChoice {
     /// Opens the device. `Auto` falls back to the CPU when no GPU can be used.
-    pub(crate) fn open(self) -> Result<Device> {
+    pub fn open(self) -> Result<Device> {
         match self {
             Self::Cuda(ordinal) if candle_core::utils::cuda_is_available() => {
                 Device::new_cuda(ordinal).map_err(|error| EmbedError::CudaUnavailable {

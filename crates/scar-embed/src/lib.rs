@@ -27,5 +27,6 @@ pub use device::DeviceChoice;
 pub use embedder::{EmbedOptions, EmbedProgress, Embedder, Embeddings, ModelInfo};
 pub use error::{EmbedError, Result};
 pub use model::{
-    DEFAULT_MODEL, KNOWN_MODELS, KnownModel, ModelFiles, ModelLocator, Pooling, known_model,
+    DEFAULT_MODEL, KNOWN_MODELS, KnownModel, ModelFiles, ModelLocator, Pooling, hub_offline,
+    known_model,
 };

@@ -109,6 +109,13 @@ impl ModelFiles {
     }
 }
 
+/// True when `HF_HUB_OFFLINE` is set to anything but `0` or empty: downloads are forbidden.
+/// hf-hub itself ignores the variable, so every locator asks this first.
+#[must_use]
+pub fn hub_offline() -> bool {
+    std::env::var("HF_HUB_OFFLINE").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
 /// Finds models locally and, when allowed, downloads them through hf-hub.
 ///
 /// Order: an explicit folder; `models_dir/<short name>/`; the Hugging Face cache (`HF_HOME`);
@@ -125,11 +132,10 @@ impl ModelLocator {
     /// `HF_HUB_OFFLINE` is set to anything but `0`/empty (hf-hub itself ignores that variable).
     #[must_use]
     pub fn from_env(models_dir: impl Into<PathBuf>) -> Self {
-        let offline = std::env::var("HF_HUB_OFFLINE").is_ok_and(|v| !v.is_empty() && v != "0");
         Self {
             models_dir: models_dir.into(),
             hub_cache: hf_hub::Cache::from_env(),
-            offline,
+            offline: hub_offline(),
         }
     }
 

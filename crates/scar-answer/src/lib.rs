@@ -1,0 +1,159 @@
+//! Answers from the context SCAR chose: a prompt with numbered sources, an answer streamed from
+//! a local GGUF model (candle) or an OpenAI-compatible server, and its `[n]` citations mapped
+//! back to chunks.
+//!
+//! ```no_run
+//! use scar_answer::{Answer, GenerationParams, LlmLocator, LoadOptions, LocalModel, DEFAULT_LLM};
+//! # fn report() -> scar_retrieve::SearchReport { unimplemented!() }
+//! let path = LlmLocator::from_env("models").locate(DEFAULT_LLM)?;
+//! let mut model = LocalModel::load(&path, &LoadOptions::default())?;
+//! let answer = Answer::generate(&mut model, &report(), &GenerationParams::default(), &mut |piece| {
+//!     print!("{piece}");
+//!     std::ops::ControlFlow::Continue(())
+//! })?;
+//! for source in &answer.citations.cited {
+//!     println!("[{}] {} #{}", source.number, source.document, source.ordinal);
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod error;
+mod gguf_tokenizer;
+mod local;
+mod locate;
+mod prompt;
+mod remote;
+mod template;
+
+use std::ops::ControlFlow;
+
+use scar_retrieve::SearchReport;
+use serde::{Deserialize, Serialize};
+
+pub use error::{AnswerError, Result};
+pub use local::{LoadOptions, LocalModel};
+pub use locate::{DEFAULT_LLM, KNOWN_LLMS, KnownLlm, LlmLocator};
+pub use prompt::{Citations, Prompt, Source};
+pub use remote::{RemoteModel, RemoteOptions};
+pub use template::ChatTemplate;
+
+/// How to sample an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct GenerationParams {
+    /// Most tokens generated.
+    pub max_tokens: usize,
+    /// 0 picks the likeliest token every time (the default: answers from sources should not
+    /// vary); above 0 samples.
+    pub temperature: f64,
+    /// Nucleus sampling's probability mass, when sampling.
+    pub top_p: f64,
+    /// Seed of the sampler, so a sampled answer can be reproduced.
+    pub seed: u64,
+    /// Divides the logits of recently generated tokens (1 = off): small models loop without it.
+    pub repeat_penalty: f32,
+}
+
+impl Default for GenerationParams {
+    fn default() -> Self {
+        Self {
+            max_tokens: 256,
+            temperature: 0.0,
+            top_p: 0.9,
+            seed: 42,
+            repeat_penalty: 1.1,
+        }
+    }
+}
+
+/// Why generation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model ended its turn.
+    EndOfTurn,
+    /// `max_tokens` was reached.
+    MaxTokens,
+    /// The caller stopped it.
+    Cancelled,
+}
+
+/// What a model produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Generation {
+    /// The answer text.
+    pub text: String,
+    /// Tokens in the prompt as the model saw it (None when a server does not say).
+    pub prompt_tokens: Option<usize>,
+    /// Tokens generated.
+    pub generated_tokens: usize,
+    /// Why it ended.
+    pub stop: StopReason,
+    /// Seconds until the first token (reading the prompt).
+    pub first_token_seconds: f64,
+    /// Seconds in all.
+    pub total_seconds: f64,
+}
+
+impl Generation {
+    /// Generated tokens per second after the first one: the decoding speed.
+    #[must_use]
+    pub fn tokens_per_second(&self) -> f64 {
+        let decoding = self.total_seconds - self.first_token_seconds;
+        if self.generated_tokens > 1 && decoding > 0.0 {
+            (self.generated_tokens - 1) as f64 / decoding
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Something that turns a prompt into streamed text: a local model or a server.
+pub trait Generator: Send {
+    /// The model's name, for reports.
+    fn name(&self) -> String;
+
+    /// Tokens the prompt takes for this model, when that can be known before sending it.
+    fn count_prompt_tokens(&self, prompt: &Prompt) -> Result<Option<usize>>;
+
+    /// Generates an answer, passing each new piece of text to `on_text` as it arrives;
+    /// `on_text` returns `Break` to stop early.
+    fn generate(
+        &mut self,
+        prompt: &Prompt,
+        params: &GenerationParams,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> Result<Generation>;
+}
+
+/// An answer with its prompt and the chunks it cites.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Answer {
+    /// The model that answered.
+    pub model: String,
+    /// The prompt sent.
+    pub prompt: Prompt,
+    /// What came back.
+    pub generation: Generation,
+    /// The sources cited by `[n]`.
+    pub citations: Citations,
+}
+
+impl Answer {
+    /// Builds the prompt from a search report, generates, and maps the citations.
+    pub fn generate(
+        generator: &mut dyn Generator,
+        report: &SearchReport,
+        params: &GenerationParams,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> Result<Self> {
+        let prompt = Prompt::from_report(report);
+        let generation = generator.generate(&prompt, params, on_text)?;
+        let citations = prompt.citations(&generation.text);
+        Ok(Self {
+            model: generator.name(),
+            prompt,
+            generation,
+            citations,
+        })
+    }
+}

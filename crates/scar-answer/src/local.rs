@@ -1,0 +1,363 @@
+//! Generation with a quantized GGUF model (llama architecture) through candle.
+
+use std::io::{Cursor, Read, Seek};
+use std::ops::ControlFlow;
+use std::path::Path;
+use std::time::Instant;
+
+use candle_core::quantized::gguf_file::{Content, Value};
+use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::{Device, Tensor};
+use candle_transformers::generation::{LogitsProcessor, Sampling};
+use candle_transformers::models::quantized_llama::ModelWeights;
+use scar_embed::DeviceChoice;
+use tokenizers::Tokenizer;
+
+use crate::template::ChatTemplate;
+use crate::{
+    AnswerError, Generation, GenerationParams, Generator, Prompt, Result, StopReason,
+    gguf_tokenizer,
+};
+
+/// How many recent tokens the repetition penalty looks back over.
+const REPEAT_WINDOW: usize = 64;
+
+/// Loading options for a local model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Where the model runs.
+    pub device: DeviceChoice,
+    /// Converts weights in formats without a fast CPU kernel (`Q4_1`, `Q5_1`) to `Q8_0` at load
+    /// time: faster decoding, and `Q8_0` holds a `Q4_1` block almost exactly.
+    pub requantize: bool,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        Self {
+            device: DeviceChoice::Auto,
+            requantize: true,
+        }
+    }
+}
+
+/// A GGUF chat model loaded for generation.
+pub struct LocalModel {
+    weights: ModelWeights,
+    tokenizer: Tokenizer,
+    template: ChatTemplate,
+    stop_tokens: Vec<u32>,
+    bos_token: Option<u32>,
+    context_length: usize,
+    device: Device,
+    name: String,
+    requantized: usize,
+}
+
+impl std::fmt::Debug for LocalModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalModel")
+            .field("name", &self.name)
+            .field("template", &self.template)
+            .field("context_length", &self.context_length)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalModel {
+    /// Loads a GGUF file: weights, tokenizer (a `tokenizer.json` beside the file, else the one
+    /// the GGUF carries), chat template and stop tokens.
+    pub fn load(path: &Path, options: &LoadOptions) -> Result<Self> {
+        let bad = |reason: String| AnswerError::BadModel {
+            path: path.to_owned(),
+            reason,
+        };
+        let mut file = fs_err::File::open(path).map_err(AnswerError::Io)?;
+        let content = Content::read(&mut file).map_err(|e| bad(e.to_string()))?;
+        let metadata = &content.metadata;
+        let text = |key: &str| metadata.get(key).and_then(|v| v.to_string().ok()).cloned();
+        let architecture = text("general.architecture").unwrap_or_default();
+        if architecture != "llama" {
+            return Err(AnswerError::UnsupportedArchitecture {
+                path: path.to_owned(),
+                architecture,
+            });
+        }
+        let beside = path.with_file_name("tokenizer.json");
+        let tokenizer = if beside.is_file() {
+            Tokenizer::from_file(&beside).map_err(|e| bad(format!("{}: {e}", beside.display())))?
+        } else {
+            gguf_tokenizer::from_metadata(metadata)?
+        };
+        let template = ChatTemplate::detect(
+            text("tokenizer.chat_template").as_deref(),
+            tokenizer
+                .get_added_tokens_decoder()
+                .values()
+                .map(|t| t.content.as_str()),
+        )
+        .ok_or_else(|| bad("no ChatML or Llama 3 chat template".to_owned()))?;
+        let number = |key: &str| metadata.get(key).and_then(|v| v.to_u32().ok());
+        let eos = number("tokenizer.ggml.eos_token_id");
+        let mut stop_tokens: Vec<u32> = template
+            .end_of_turn()
+            .iter()
+            .filter_map(|token| tokenizer.token_to_id(token))
+            .chain(eos)
+            .collect();
+        stop_tokens.sort_unstable();
+        stop_tokens.dedup();
+        let adds_bos = metadata
+            .get("tokenizer.ggml.add_bos_token")
+            .and_then(|v| v.to_bool().ok())
+            .unwrap_or(false);
+        // Llama 3's template writes <|begin_of_text|> itself.
+        let bos_token = (adds_bos && template != ChatTemplate::Llama3)
+            .then(|| number("tokenizer.ggml.bos_token_id"))
+            .flatten();
+        let context_length = number("llama.context_length").map_or(2048, |n| n as usize);
+        let device = options.device.open().map_err(AnswerError::Device)?;
+        let (weights, requantized) = if options.requantize {
+            load_requantized(content, &mut file, &device).map_err(|e| bad(e.to_string()))?
+        } else {
+            let weights = ModelWeights::from_gguf(content, &mut file, &device)
+                .map_err(|e| bad(e.to_string()))?;
+            (weights, 0)
+        };
+        Ok(Self {
+            weights,
+            tokenizer,
+            template,
+            stop_tokens,
+            bos_token,
+            context_length,
+            device,
+            name: path
+                .file_stem()
+                .map_or_else(String::new, |s| s.to_string_lossy().into_owned()),
+            requantized,
+        })
+    }
+
+    /// The chat format in use.
+    #[must_use]
+    pub fn template(&self) -> ChatTemplate {
+        self.template
+    }
+
+    /// The longest prompt plus answer the model takes, in tokens.
+    #[must_use]
+    pub fn context_length(&self) -> usize {
+        self.context_length
+    }
+
+    /// The tokenizer in use.
+    #[must_use]
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    /// Weight tensors converted to `Q8_0` at load time.
+    #[must_use]
+    pub fn requantized_tensors(&self) -> usize {
+        self.requantized
+    }
+
+    /// The prompt's tokens as the model sees them.
+    fn encode(&self, prompt: &Prompt) -> Result<Vec<u32>> {
+        let text = self.template.render(&prompt.system, &prompt.user);
+        let encoding = self
+            .tokenizer
+            .encode(text, false)
+            .map_err(|e| AnswerError::Tokenizer(e.to_string()))?;
+        Ok(self
+            .bos_token
+            .into_iter()
+            .chain(encoding.get_ids().iter().copied())
+            .collect())
+    }
+
+    fn next_logits(&mut self, tokens: &[u32], position: usize) -> Result<Tensor> {
+        let input = Tensor::new(tokens, &self.device)?.unsqueeze(0)?;
+        Ok(self.weights.forward(&input, position)?.squeeze(0)?)
+    }
+}
+
+impl Generator for LocalModel {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn count_prompt_tokens(&self, prompt: &Prompt) -> Result<Option<usize>> {
+        self.encode(prompt).map(|ids| Some(ids.len()))
+    }
+
+    fn generate(
+        &mut self,
+        prompt: &Prompt,
+        params: &GenerationParams,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> Result<Generation> {
+        let started = Instant::now();
+        let prompt_ids = self.encode(prompt)?;
+        if prompt_ids.len() + params.max_tokens > self.context_length {
+            return Err(AnswerError::PromptTooLong {
+                prompt_tokens: prompt_ids.len(),
+                max_tokens: params.max_tokens,
+                context_length: self.context_length,
+            });
+        }
+        let sampling = if params.temperature <= 0.0 {
+            Sampling::ArgMax
+        } else {
+            Sampling::TopP {
+                p: params.top_p,
+                temperature: params.temperature,
+            }
+        };
+        let mut sampler = LogitsProcessor::from_sampling(params.seed, sampling);
+        self.weights.clear_kv_cache();
+        let mut logits = self.next_logits(&prompt_ids, 0)?;
+        let mut first_token_at = None;
+        let mut generated: Vec<u32> = Vec::new();
+        let mut streamed = String::new();
+        let mut stop = StopReason::MaxTokens;
+        while generated.len() < params.max_tokens {
+            let recent = &generated[generated.len().saturating_sub(REPEAT_WINDOW)..];
+            if (params.repeat_penalty - 1.0).abs() > f32::EPSILON && !recent.is_empty() {
+                logits = candle_transformers::utils::apply_repeat_penalty(
+                    &logits,
+                    params.repeat_penalty,
+                    recent,
+                )?;
+            }
+            let token = sampler.sample(&logits)?;
+            first_token_at.get_or_insert_with(|| started.elapsed());
+            if self.stop_tokens.contains(&token) {
+                stop = StopReason::EndOfTurn;
+                break;
+            }
+            generated.push(token);
+            // Decode everything so far: a character split over tokens appears only once whole.
+            let text = self
+                .tokenizer
+                .decode(&generated, true)
+                .map_err(|e| AnswerError::Tokenizer(e.to_string()))?;
+            if text.len() > streamed.len() && !text.ends_with('\u{fffd}') {
+                let cancelled = text
+                    .get(streamed.len()..)
+                    .is_some_and(|new| on_text(new).is_break());
+                streamed = text;
+                if cancelled {
+                    stop = StopReason::Cancelled;
+                    break;
+                }
+            }
+            let position = prompt_ids.len() + generated.len() - 1;
+            logits = self.next_logits(&[token], position)?;
+        }
+        let text = self
+            .tokenizer
+            .decode(&generated, true)
+            .map_err(|e| AnswerError::Tokenizer(e.to_string()))?;
+        // The tail held back while it ended inside a character.
+        if stop != StopReason::Cancelled
+            && let Some(rest) = text.get(streamed.len()..).filter(|r| !r.is_empty())
+        {
+            let _ = on_text(rest);
+        }
+        let total = started.elapsed();
+        let first_token = first_token_at.unwrap_or(total);
+        Ok(Generation {
+            text,
+            prompt_tokens: Some(prompt_ids.len()),
+            generated_tokens: generated.len(),
+            stop,
+            first_token_seconds: first_token.as_secs_f64(),
+            total_seconds: total.as_secs_f64(),
+        })
+    }
+}
+
+/// Loads the weights, converting tensors whose format has no fast CPU kernel to `Q8_0`. The
+/// converted model is rebuilt in memory as a GGUF image because candle's loader reads only
+/// GGUF.
+fn load_requantized<R: Read + Seek>(
+    content: Content,
+    reader: &mut R,
+    device: &Device,
+) -> candle_core::Result<(ModelWeights, usize)> {
+    let slow = |dtype: GgmlDType| matches!(dtype, GgmlDType::Q4_1 | GgmlDType::Q5_1);
+    if !content
+        .tensor_infos
+        .values()
+        .any(|info| slow(info.ggml_dtype))
+    {
+        return Ok((ModelWeights::from_gguf(content, reader, device)?, 0));
+    }
+    let mut names: Vec<&String> = content.tensor_infos.keys().collect();
+    names.sort();
+    let mut tensors: Vec<(&str, QTensor)> = Vec::with_capacity(names.len());
+    let mut converted = 0;
+    for name in names {
+        let tensor = content.tensor(reader, name, &Device::Cpu)?;
+        let tensor = if slow(tensor.dtype()) {
+            converted += 1;
+            to_q8_0(&tensor)?
+        } else {
+            tensor
+        };
+        tensors.push((name, tensor));
+    }
+    let metadata: Vec<(&str, &Value)> = content
+        .metadata
+        .iter()
+        .map(|(key, value)| (key.as_str(), value))
+        .collect();
+    let tensor_refs: Vec<(&str, &QTensor)> = tensors.iter().map(|(n, t)| (*n, t)).collect();
+    let mut image = Cursor::new(Vec::new());
+    candle_core::quantized::gguf_file::write(&mut image, &metadata, &tensor_refs)?;
+    drop(tensors);
+    image.set_position(0);
+    let converted_content = Content::read(&mut image)?;
+    let weights = ModelWeights::from_gguf(converted_content, &mut image, device)?;
+    Ok((weights, converted))
+}
+
+fn to_q8_0(tensor: &QTensor) -> candle_core::Result<QTensor> {
+    QTensor::quantize(&tensor.dequantize(&Device::Cpu)?, GgmlDType::Q8_0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn q8_0_holds_q4_1_weights_to_within_half_a_step() {
+        // Weights with an offset, the case Q4_1's per-block minimum exists for.
+        let values: Vec<f32> = (0..4 * 64)
+            .map(|i| ((i * 37 % 101) as f32 / 101.0 - 0.3) * 0.2)
+            .collect();
+        let weights = Tensor::from_vec(values, (4, 64), &Device::Cpu).unwrap();
+        let q4_1 = QTensor::quantize(&weights, GgmlDType::Q4_1).unwrap();
+        let q8_0 = to_q8_0(&q4_1).unwrap();
+        assert_eq!(q8_0.dtype(), GgmlDType::Q8_0);
+        let before = q4_1
+            .dequantize(&Device::Cpu)
+            .unwrap()
+            .flatten_all()
+            .unwrap();
+        let after = q8_0
+            .dequantize(&Device::Cpu)
+            .unwrap()
+            .flatten_all()
+            .unwrap();
+        let before = before.to_vec1::<f32>().unwrap();
+        let after = after.to_vec1::<f32>().unwrap();
+        // Q8_0 steps are max|w| / 127 per block of 32; every weight here is below 0.14.
+        let half_step = 0.14 / 127.0 / 2.0;
+        for (b, a) in before.iter().zip(&after) {
+            assert!((b - a).abs() <= half_step, "{b} became {a}");
+        }
+    }
+}

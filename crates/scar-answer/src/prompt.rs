@@ -1,0 +1,158 @@
+//! The prompt built from a retrieved context, and the citations read back from an answer.
+
+use std::fmt::Write;
+
+use scar_core::ChunkId;
+use scar_retrieve::SearchReport;
+use serde::{Deserialize, Serialize};
+
+/// What the model is told to do with the sources.
+const SYSTEM: &str = "You answer questions using only the numbered sources given with the \
+question. Cite each statement with the number of its source in square brackets, like [1] or \
+[2][3]. If the sources do not hold the answer, say so and do not guess.";
+
+/// One numbered source in the prompt: a chunk of the context.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Source {
+    /// The number the answer cites it by, from 1.
+    pub number: usize,
+    /// The chunk.
+    pub chunk: ChunkId,
+    /// Its document's path.
+    pub document: String,
+    /// Its place in the document.
+    pub ordinal: u32,
+}
+
+/// A chat prompt: the instruction, the sources with the question, and what the numbers mean.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Prompt {
+    /// The system message.
+    pub system: String,
+    /// The user message: the numbered sources, then the question.
+    pub user: String,
+    /// The sources in the order they are numbered.
+    pub sources: Vec<Source>,
+}
+
+impl Prompt {
+    /// Numbers the context chunks in document order (the order the report holds them in) and
+    /// puts the question after them, where small models attend best.
+    #[must_use]
+    pub fn from_report(report: &SearchReport) -> Self {
+        let mut user = String::from("Sources:\n");
+        let mut sources = Vec::with_capacity(report.chunks.len());
+        for (i, chunk) in report.chunks.iter().enumerate() {
+            let number = i + 1;
+            let heading = if chunk.heading_path.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", chunk.heading_path)
+            };
+            let _ = write!(
+                user,
+                "\n[{number}] {}{heading}\n{}\n",
+                chunk.document,
+                chunk.text.trim()
+            );
+            sources.push(Source {
+                number,
+                chunk: chunk.id,
+                document: chunk.document.clone(),
+                ordinal: chunk.ordinal,
+            });
+        }
+        let _ = write!(user, "\nQuestion: {}", report.query.trim());
+        Self {
+            system: SYSTEM.to_owned(),
+            user,
+            sources,
+        }
+    }
+
+    /// Reads the `[n]` citations of an answer, in order of first appearance, and maps each to
+    /// its source; numbers no source carries are returned separately.
+    #[must_use]
+    pub fn citations(&self, answer: &str) -> Citations {
+        let mut citations = Citations::default();
+        for number in cited_numbers(answer) {
+            match self.sources.get(number.wrapping_sub(1)) {
+                Some(source) if !citations.cited.contains(source) => {
+                    citations.cited.push(source.clone());
+                }
+                None if !citations.unknown.contains(&number) => citations.unknown.push(number),
+                Some(_) | None => {}
+            }
+        }
+        citations
+    }
+}
+
+/// The sources an answer cites.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Citations {
+    /// Sources cited, in order of first citation.
+    pub cited: Vec<Source>,
+    /// Numbers cited that no source carries (a model inventing sources).
+    pub unknown: Vec<usize>,
+}
+
+/// Every number inside square brackets: `[3]`, `[1, 2]`, `[1][4]`.
+fn cited_numbers(text: &str) -> Vec<usize> {
+    let mut numbers = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        rest = &rest[open + 1..];
+        let Some(close) = rest.find(']') else { break };
+        let inside = &rest[..close];
+        let parsed: Option<Vec<usize>> = inside
+            .split(',')
+            .map(|part| part.trim().parse().ok())
+            .collect();
+        if let Some(parsed) = parsed {
+            numbers.extend(parsed);
+            rest = &rest[close + 1..];
+        }
+    }
+    numbers
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prompt_with(sources: usize) -> Prompt {
+        Prompt {
+            system: String::new(),
+            user: String::new(),
+            sources: (1..=sources)
+                .map(|number| Source {
+                    number,
+                    chunk: ChunkId(10 + number as u32),
+                    document: "a.md".to_owned(),
+                    ordinal: number as u32,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn reads_single_grouped_and_adjacent_citations() {
+        assert_eq!(
+            cited_numbers("Fees apply [2]. Kayaks [1, 3][4]."),
+            vec![2, 1, 3, 4]
+        );
+        assert_eq!(cited_numbers("see [a] and [2"), Vec::<usize>::new());
+        assert_eq!(cited_numbers("[[1]]"), vec![1]);
+    }
+
+    #[test]
+    fn maps_numbers_to_sources_once_and_reports_unknown_ones() {
+        let prompt = prompt_with(3);
+        let citations = prompt.citations("A [2]. B [2][3]. C [7] [0].");
+        let cited: Vec<usize> = citations.cited.iter().map(|s| s.number).collect();
+        assert_eq!(cited, vec![2, 3]);
+        assert_eq!(citations.cited[0].chunk, ChunkId(12));
+        assert_eq!(citations.unknown, vec![7, 0]);
+    }
+}

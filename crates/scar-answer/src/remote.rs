@@ -1,0 +1,277 @@
+//! Generation through an OpenAI-compatible chat-completions server (llama.cpp's server, Ollama,
+//! vLLM), streamed as server-sent events.
+
+use std::io::{BufRead, BufReader};
+use std::net::IpAddr;
+use std::ops::ControlFlow;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::json;
+use url::Url;
+
+use crate::{AnswerError, Generation, GenerationParams, Generator, Prompt, Result, StopReason};
+
+/// How to reach a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteOptions {
+    /// Base URL up to the API version, e.g. `http://127.0.0.1:8080/v1`.
+    pub base_url: String,
+    /// The model name the server expects.
+    pub model: String,
+    /// Sent as a bearer token when set.
+    pub api_key: Option<String>,
+    /// Time allowed to connect.
+    pub connect_timeout: Duration,
+    /// Longest silence allowed between two streamed pieces (the first may wait for the prompt).
+    pub read_timeout: Duration,
+    /// Questions and documents leave this machine only when this is set: by default only
+    /// loopback addresses are accepted.
+    pub allow_remote_host: bool,
+}
+
+impl RemoteOptions {
+    /// Options for a server at `base_url` serving `model`, loopback only, with timeouts that
+    /// suit a local server on a laptop (5 s to connect, 120 s of silence).
+    #[must_use]
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key: None,
+            connect_timeout: Duration::from_secs(5),
+            read_timeout: Duration::from_mins(2),
+            allow_remote_host: false,
+        }
+    }
+}
+
+/// A chat model behind an OpenAI-compatible server.
+#[derive(Debug)]
+pub struct RemoteModel {
+    endpoint: Url,
+    options: RemoteOptions,
+    agent: ureq::Agent,
+}
+
+impl RemoteModel {
+    /// Checks the URL (http or https; a loopback host unless allowed otherwise).
+    pub fn new(options: RemoteOptions) -> Result<Self> {
+        let bad = |reason: &str| AnswerError::BadServerUrl {
+            url: options.base_url.clone(),
+            reason: reason.to_owned(),
+        };
+        let base =
+            Url::parse(options.base_url.trim_end_matches('/')).map_err(|e| bad(&e.to_string()))?;
+        if !matches!(base.scheme(), "http" | "https") {
+            return Err(bad("only http and https are supported"));
+        }
+        let host = base.host_str().ok_or_else(|| bad("no host"))?;
+        if !options.allow_remote_host && !is_loopback(host) {
+            return Err(bad(
+                "not a loopback address; allow other hosts explicitly to send documents there",
+            ));
+        }
+        let endpoint = Url::parse(&format!(
+            "{}/chat/completions",
+            base.as_str().trim_end_matches('/')
+        ))
+        .map_err(|e| bad(&e.to_string()))?;
+        let agent = ureq::AgentBuilder::new()
+            .timeout_connect(options.connect_timeout)
+            .timeout_read(options.read_timeout)
+            .build();
+        Ok(Self {
+            endpoint,
+            options,
+            agent,
+        })
+    }
+
+    fn server_error(&self, reason: String) -> AnswerError {
+        AnswerError::Server {
+            url: self.endpoint.to_string(),
+            reason,
+        }
+    }
+}
+
+fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+#[derive(Deserialize)]
+struct StreamChunk {
+    #[serde(default)]
+    choices: Vec<StreamChoice>,
+    usage: Option<Usage>,
+}
+
+#[derive(Deserialize)]
+struct StreamChoice {
+    #[serde(default)]
+    delta: Delta,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct Delta {
+    content: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Usage {
+    prompt_tokens: Option<usize>,
+    completion_tokens: Option<usize>,
+}
+
+impl Generator for RemoteModel {
+    fn name(&self) -> String {
+        format!("{} at {}", self.options.model, self.options.base_url)
+    }
+
+    fn count_prompt_tokens(&self, _prompt: &Prompt) -> Result<Option<usize>> {
+        // The server's tokenizer is unknown here; the server reports the count after answering.
+        Ok(None)
+    }
+
+    fn generate(
+        &mut self,
+        prompt: &Prompt,
+        params: &GenerationParams,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> Result<Generation> {
+        let started = Instant::now();
+        let body = json!({
+            "model": self.options.model,
+            "messages": [
+                {"role": "system", "content": prompt.system},
+                {"role": "user", "content": prompt.user},
+            ],
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "max_tokens": params.max_tokens,
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+            "seed": params.seed,
+        });
+        let mut request = self.agent.post(self.endpoint.as_str());
+        if let Some(key) = &self.options.api_key {
+            request = request.set("Authorization", &format!("Bearer {key}"));
+        }
+        let response = request.send_json(body).map_err(|error| match error {
+            ureq::Error::Status(code, response) => {
+                let detail = response.into_string().unwrap_or_default();
+                self.server_error(format!("HTTP {code}: {}", detail.trim()))
+            }
+            ureq::Error::Transport(transport) => self.server_error(transport.to_string()),
+        })?;
+        let mut text = String::new();
+        let mut stop = StopReason::MaxTokens;
+        let mut prompt_tokens = None;
+        let mut generated_tokens = None;
+        let mut pieces = 0;
+        let mut first_token_at = None;
+        for line in BufReader::new(response.into_reader()).lines() {
+            let line = line.map_err(|e| self.server_error(e.to_string()))?;
+            let Some(data) = line.strip_prefix("data:").map(str::trim) else {
+                continue;
+            };
+            if data == "[DONE]" {
+                break;
+            }
+            let chunk: StreamChunk = serde_json::from_str(data)
+                .map_err(|e| self.server_error(format!("unreadable event {data:?}: {e}")))?;
+            if let Some(usage) = chunk.usage {
+                prompt_tokens = usage.prompt_tokens;
+                generated_tokens = usage.completion_tokens;
+            }
+            let Some(choice) = chunk.choices.into_iter().next() else {
+                continue;
+            };
+            if let Some(piece) = choice.delta.content.filter(|p| !p.is_empty()) {
+                first_token_at.get_or_insert_with(|| started.elapsed());
+                pieces += 1;
+                text.push_str(&piece);
+                if on_text(&piece).is_break() {
+                    stop = StopReason::Cancelled;
+                    break;
+                }
+            }
+            match choice.finish_reason.as_deref() {
+                Some("length") => stop = StopReason::MaxTokens,
+                Some(_) => stop = StopReason::EndOfTurn,
+                None => {}
+            }
+        }
+        let total = started.elapsed();
+        Ok(Generation {
+            text,
+            prompt_tokens,
+            generated_tokens: generated_tokens.unwrap_or(pieces),
+            stop,
+            first_token_seconds: first_token_at.unwrap_or(total).as_secs_f64(),
+            total_seconds: total.as_secs_f64(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_loopback_hosts_only_unless_allowed() {
+        for url in [
+            "http://127.0.0.1:8080/v1",
+            "http://localhost:11434/v1/",
+            "http://[::1]:8000/v1",
+        ] {
+            assert!(
+                RemoteModel::new(RemoteOptions::new(url, "m")).is_ok(),
+                "{url}"
+            );
+        }
+        let error =
+            RemoteModel::new(RemoteOptions::new("http://10.0.0.5:8080/v1", "m")).unwrap_err();
+        assert!(error.to_string().contains("loopback"), "{error}");
+        let allowed = RemoteOptions {
+            allow_remote_host: true,
+            ..RemoteOptions::new("https://example.org/v1", "m")
+        };
+        assert!(RemoteModel::new(allowed).is_ok());
+        assert!(RemoteModel::new(RemoteOptions::new("ftp://127.0.0.1/v1", "m")).is_err());
+        assert!(RemoteModel::new(RemoteOptions::new("not a url", "m")).is_err());
+    }
+
+    #[test]
+    fn builds_the_chat_completions_endpoint() {
+        let model = RemoteModel::new(RemoteOptions::new("http://127.0.0.1:8080/v1/", "m")).unwrap();
+        assert_eq!(
+            model.endpoint.as_str(),
+            "http://127.0.0.1:8080/v1/chat/completions"
+        );
+    }
+
+    #[test]
+    fn a_closed_port_is_a_clear_error() {
+        // Port 9 (discard) is closed on any machine that runs tests.
+        let mut model = RemoteModel::new(RemoteOptions::new("http://127.0.0.1:9/v1", "m")).unwrap();
+        let prompt = Prompt {
+            system: "s".to_owned(),
+            user: "u".to_owned(),
+            sources: Vec::new(),
+        };
+        let error = model
+            .generate(&prompt, &GenerationParams::default(), &mut |_| {
+                ControlFlow::Continue(())
+            })
+            .unwrap_err();
+        assert!(error.to_string().contains("127.0.0.1:9"), "{error}");
+    }
+}

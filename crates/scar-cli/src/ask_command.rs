@@ -1,0 +1,143 @@
+//! `scar ask "question"`: the context SCAR chose, answered by a chat model that cites it.
+
+use std::io::Write;
+use std::ops::ControlFlow;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use console::style;
+use scar_answer::{
+    Answer, GenerationParams, Generator, LlmLocator, LoadOptions, LocalModel, Prompt, RemoteModel,
+    RemoteOptions, StopReason,
+};
+use scar_embed::ModelLocator;
+use scar_policy::{Options, Policy};
+use scar_retrieve::Retriever;
+
+use crate::search_command::{comparison, short};
+use crate::settings::Settings;
+
+/// Version of the JSON layout `scar ask --json` prints.
+const SCHEMA_VERSION: &str = "scar.answer/1";
+
+pub fn run(settings: &Settings, query: &str, json: bool) -> Result<ExitCode> {
+    let options = settings.policy()?;
+    let locator = ModelLocator::from_env(&settings.models_dir.value);
+    let retriever = Retriever::open(&settings.index.value, &locator, settings.device.value)?;
+    let prepared = retriever.prepare(query, settings.first_stage.value, settings.k.value)?;
+    let report = retriever.expand(&prepared, &options)?;
+    let baseline = retriever.expand(
+        &prepared,
+        &Options::new(Policy::StaticWindow { window: 1 })?,
+    )?;
+    let mut generator = open_generator(settings)?;
+    // The paper's saving is in prompt tokens: what static ±1's context would have cost.
+    let baseline_prompt_tokens = generator.count_prompt_tokens(&Prompt::from_report(&baseline))?;
+    let params = GenerationParams {
+        max_tokens: settings.max_tokens.value,
+        temperature: settings.temperature.value,
+        seed: settings.seed.value,
+        ..GenerationParams::default()
+    };
+    if !json {
+        println!("{} {}", style("question:").bold(), report.query);
+        println!("{}\n", style(comparison(&report, &baseline)).dim());
+    }
+    let mut stdout = std::io::stdout();
+    let answer = Answer::generate(generator.as_mut(), &report, &params, &mut |piece| {
+        if !json {
+            print!("{piece}");
+            let _ = stdout.flush();
+        }
+        ControlFlow::Continue(())
+    })?;
+    if json {
+        let output = serde_json::json!({
+            "schema": SCHEMA_VERSION,
+            "search": report,
+            "answer": answer,
+            "static_window_1_prompt_tokens": baseline_prompt_tokens,
+        });
+        println!("{}", serde_json::to_string_pretty(&output)?);
+    } else {
+        print_sources(&answer);
+        println!("{}", style(summary(&answer, baseline_prompt_tokens)).dim());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn open_generator(settings: &Settings) -> Result<Box<dyn Generator>> {
+    if let Some(url) = &settings.llm_url.value {
+        let options = RemoteOptions {
+            api_key: std::env::var("SCAR_LLM_API_KEY").ok(),
+            allow_remote_host: settings.allow_remote_host.value,
+            ..RemoteOptions::new(url.clone(), settings.llm_model.value.clone())
+        };
+        return Ok(Box::new(RemoteModel::new(options)?));
+    }
+    let path = LlmLocator::from_env(&settings.models_dir.value).locate(&settings.llm.value)?;
+    let options = LoadOptions {
+        device: settings.device.value,
+        ..LoadOptions::default()
+    };
+    Ok(Box::new(LocalModel::load(&path, &options)?))
+}
+
+fn print_sources(answer: &Answer) {
+    println!("\n\n{}", style("sources").bold().underlined());
+    for source in &answer.prompt.sources {
+        let cited = answer.citations.cited.contains(source);
+        let mark = if cited {
+            style("cited").green().to_string()
+        } else {
+            style("not cited").dim().to_string()
+        };
+        println!(
+            "[{}] {} ¶{}  {mark}",
+            source.number,
+            short(&source.document),
+            source.ordinal
+        );
+    }
+    if !answer.citations.unknown.is_empty() {
+        let numbers: Vec<String> = answer
+            .citations
+            .unknown
+            .iter()
+            .map(|n| format!("[{n}]"))
+            .collect();
+        println!(
+            "{}",
+            style(format!(
+                "the answer cites {}, which no source carries",
+                numbers.join(" ")
+            ))
+            .yellow()
+        );
+    }
+}
+
+/// One line: prompt size against static ±1's, answer length, why it stopped, speed.
+fn summary(answer: &Answer, baseline_prompt_tokens: Option<usize>) -> String {
+    let generation = &answer.generation;
+    let prompt = match (generation.prompt_tokens, baseline_prompt_tokens) {
+        (Some(ours), Some(theirs)) if theirs > 0 => format!(
+            "prompt {ours} tokens (static ±1: {theirs}, {:+.0}%)",
+            (ours as f64 / theirs as f64 - 1.0) * 100.0
+        ),
+        (Some(ours), _) => format!("prompt {ours} tokens"),
+        (None, _) => "prompt size not reported by the server".to_owned(),
+    };
+    let stop = match generation.stop {
+        StopReason::EndOfTurn => "end of turn",
+        StopReason::MaxTokens => "max tokens reached",
+        StopReason::Cancelled => "cancelled",
+    };
+    format!(
+        "{prompt} · answer {} tokens ({stop}) · first token {:.1} s · {:.1} tokens/s · {}",
+        generation.generated_tokens,
+        generation.first_token_seconds,
+        generation.tokens_per_second(),
+        answer.model
+    )
+}

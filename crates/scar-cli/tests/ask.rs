@@ -1,0 +1,68 @@
+//! `scar ask`: the context answered by the local `SmolLM2` model, with citations and prompt sizes.
+
+use crate::common::{example_index, fails_with, run, scar};
+
+const QUESTION: &str = "What does it cost to take my kayak on the ferry?";
+
+#[test]
+fn answers_from_the_scar_context_with_a_smaller_prompt_than_static() {
+    let output = run(scar(example_index()).args(["ask", QUESTION, "--k", "1", "--json"]));
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(value["schema"], "scar.answer/1");
+    let answer = &value["answer"];
+    assert_eq!(answer["generation"]["stop"], "end_of_turn", "{answer}");
+    assert!(
+        !answer["generation"]["text"]
+            .as_str()
+            .unwrap()
+            .trim()
+            .is_empty()
+    );
+    // Every context chunk is a numbered source, in the report's (document) order.
+    let sources = answer["prompt"]["sources"].as_array().unwrap();
+    let chunks = value["search"]["chunks"].as_array().unwrap();
+    assert_eq!(sources.len(), chunks.len());
+    for (source, chunk) in sources.iter().zip(chunks) {
+        assert_eq!(source["chunk"], chunk["id"]);
+    }
+    let user = answer["prompt"]["user"].as_str().unwrap();
+    assert!(user.contains("[1] ") && user.ends_with(&format!("Question: {QUESTION}")));
+    // SCAR rejected a neighbour static ±1 takes, so its prompt is shorter.
+    let ours = answer["generation"]["prompt_tokens"].as_u64().unwrap();
+    let statics = value["static_window_1_prompt_tokens"].as_u64().unwrap();
+    assert!(
+        ours < statics,
+        "SCAR prompt {ours} tokens, static ±1 {statics}"
+    );
+    for cited in answer["citations"]["cited"].as_array().unwrap() {
+        assert!(sources.contains(cited), "{cited} is not a source");
+    }
+}
+
+#[test]
+fn streams_the_answer_then_lists_sources_and_sizes() {
+    let output =
+        run(scar(example_index()).args(["ask", QUESTION, "--k", "1", "--max-tokens", "48"]));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("question: "), "{stdout}");
+    assert!(stdout.contains("\nsources\n[1] "), "{stdout}");
+    assert!(stdout.contains("(static ±1: "), "{stdout}");
+    assert!(stdout.contains("tokens/s"), "{stdout}");
+}
+
+#[test]
+fn bad_chat_models_and_servers_are_one_clear_error() {
+    let index = example_index();
+    fails_with(
+        scar(index).args(["ask", QUESTION, "--llm", "no-such-model"]),
+        "chat model `no-such-model` not found",
+    );
+    fails_with(
+        scar(index).args(["ask", QUESTION, "--llm-url", "http://10.1.2.3:8080/v1"]),
+        "loopback",
+    );
+    fails_with(
+        scar(index).args(["ask", QUESTION, "--llm-url", "http://127.0.0.1:9/v1"]),
+        "chat server http://127.0.0.1:9/v1/chat/completions",
+    );
+}
