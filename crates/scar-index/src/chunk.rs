@@ -3,7 +3,7 @@
 use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
-use text_splitter::{Characters, ChunkConfig, MarkdownSplitter, TextSplitter};
+use text_splitter::{Characters, ChunkConfig, ChunkSizer, MarkdownSplitter, TextSplitter};
 use tokenizers::Tokenizer;
 
 use crate::load::{Format, Heading, LoadedDocument};
@@ -75,69 +75,59 @@ impl ChunkSpan {
     }
 }
 
-enum Splitters {
-    Characters(TextSplitter<Characters>, MarkdownSplitter<Characters>),
-    // Boxed: a tokenizer makes this variant far larger than the other.
-    Tokens(Box<(TextSplitter<Tokenizer>, MarkdownSplitter<Tokenizer>)>),
-}
-
 /// Cuts documents according to a [`ChunkerConfig`].
 pub struct Chunker {
-    splitters: Splitters,
+    config: ChunkerConfig,
+    /// The model's tokenizer with truncation off, so that a long text is not under-counted.
+    tokenizer: Tokenizer,
 }
 
 impl std::fmt::Debug for Chunker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Chunker")
+        f.debug_struct("Chunker")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
 impl Chunker {
-    /// A chunker; token capacities are measured with `tokenizer` (truncation switched off, so
-    /// that a long text is not under-counted).
+    /// A chunker; token capacities are measured with `tokenizer`.
     pub fn new(config: &ChunkerConfig, tokenizer: &Tokenizer) -> Result<Self> {
-        let bad = |e: &dyn std::fmt::Display| IndexError::BadChunker(e.to_string());
-        if config.capacity == 0 {
+        let mut tokenizer = tokenizer.clone();
+        tokenizer
+            .with_truncation(None)
+            .map_err(|e| IndexError::BadChunker(e.to_string()))?;
+        let chunker = Self {
+            config: *config,
+            tokenizer,
+        };
+        chunker.chunk_config()?;
+        Ok(chunker)
+    }
+
+    fn chunk_config(&self) -> Result<ChunkConfig<Characters>> {
+        if self.config.capacity == 0 {
             return Err(IndexError::BadChunker("capacity must be at least 1".into()));
         }
-        let splitters = match config.unit {
-            ChunkUnit::Characters => {
-                let make = || ChunkConfig::new(config.capacity).with_overlap(config.overlap);
-                Splitters::Characters(
-                    TextSplitter::new(make().map_err(|e| bad(&e))?),
-                    MarkdownSplitter::new(make().map_err(|e| bad(&e))?),
-                )
-            }
-            ChunkUnit::Tokens => {
-                let mut tokenizer = tokenizer.clone();
-                tokenizer.with_truncation(None).map_err(|e| bad(&e))?;
-                let make = || {
-                    ChunkConfig::new(config.capacity)
-                        .with_overlap(config.overlap)
-                        .map(|c| c.with_sizer(tokenizer.clone()))
-                };
-                Splitters::Tokens(Box::new((
-                    TextSplitter::new(make().map_err(|e| bad(&e))?),
-                    MarkdownSplitter::new(make().map_err(|e| bad(&e))?),
-                )))
-            }
-        };
-        Ok(Self { splitters })
+        ChunkConfig::new(self.config.capacity)
+            .with_overlap(self.config.overlap)
+            .map_err(|e| IndexError::BadChunker(e.to_string()))
     }
 
     /// The document's chunks in order; markdown is split along its structure.
-    #[must_use]
-    pub fn chunk(&self, document: &LoadedDocument) -> Vec<ChunkSpan> {
+    pub fn chunk(&self, document: &LoadedDocument) -> Result<Vec<ChunkSpan>> {
         let text = document.text.as_str();
         let markdown = document.format == Format::Markdown;
-        let pieces: Vec<(usize, usize, &str)> = match &self.splitters {
-            Splitters::Characters(_, md) if markdown => collect(md.chunk_char_indices(text)),
-            Splitters::Characters(plain, _) => collect(plain.chunk_char_indices(text)),
-            Splitters::Tokens(pair) if markdown => collect(pair.1.chunk_char_indices(text)),
-            Splitters::Tokens(pair) => collect(pair.0.chunk_char_indices(text)),
+        let config = self.chunk_config()?;
+        let pieces = match self.config.unit {
+            ChunkUnit::Characters => split(config, text, markdown),
+            ChunkUnit::Tokens => {
+                let sizer = DocumentTokens::new(text, &self.tokenizer)?;
+                split(config.with_sizer(sizer), text, markdown)
+            }
         };
         let mut headings = HeadingTracker::new(&document.headings);
-        pieces
+        Ok(pieces
             .into_iter()
             .map(|(byte_start, char_start, piece)| {
                 let (heading_path, section) = headings.at(byte_start);
@@ -148,7 +138,84 @@ impl Chunker {
                     section,
                 }
             })
-            .collect()
+            .collect())
+    }
+}
+
+fn split<S: ChunkSizer>(
+    config: ChunkConfig<S>,
+    text: &str,
+    markdown: bool,
+) -> Vec<(usize, usize, &str)> {
+    if markdown {
+        collect(MarkdownSplitter::new(config).chunk_char_indices(text))
+    } else {
+        collect(TextSplitter::new(config).chunk_char_indices(text))
+    }
+}
+
+/// Bytes of text tokenized at a time, so that a long document never holds one huge encoding.
+const TOKENIZE_SEGMENT_BYTES: usize = 64 * 1024;
+
+/// Sizes candidate chunks of one document from a single tokenization of the whole document.
+///
+/// text-splitter asks for the size of many overlapping candidates, and encoding each anew took
+/// about a fifth of indexing time. A candidate's size here is the number of the document's
+/// tokens that lie inside it: the same as its own count whenever it starts and ends between
+/// words, which is where text-splitter cuts (`WordPiece` and byte-level BPE split words apart
+/// before anything else).
+struct DocumentTokens<'t> {
+    text: &'t str,
+    /// Byte range of every token of the text, in order.
+    spans: Vec<(usize, usize)>,
+    tokenizer: &'t Tokenizer,
+}
+
+impl<'t> DocumentTokens<'t> {
+    fn new(text: &'t str, tokenizer: &'t Tokenizer) -> Result<Self> {
+        let mut spans = Vec::new();
+        let mut start = 0;
+        while start < text.len() {
+            // Segments end at whitespace, so no word is cut between two encodings.
+            let mut end = (start + TOKENIZE_SEGMENT_BYTES).min(text.len());
+            while end < text.len()
+                && !(text.is_char_boundary(end) && text[end..].starts_with(char::is_whitespace))
+            {
+                end += 1;
+            }
+            let encoding = tokenizer
+                .encode(&text[start..end], false)
+                .map_err(|e| IndexError::BadChunker(e.to_string()))?;
+            spans.extend(
+                encoding
+                    .get_offsets()
+                    .iter()
+                    .map(|&(s, e)| (start + s, start + e)),
+            );
+            start = end;
+        }
+        Ok(Self {
+            text,
+            spans,
+            tokenizer,
+        })
+    }
+}
+
+impl ChunkSizer for DocumentTokens<'_> {
+    fn size(&self, chunk: &str) -> usize {
+        // text-splitter passes slices of the document: their address gives their offset.
+        let start = (chunk.as_ptr() as usize).wrapping_sub(self.text.as_ptr() as usize);
+        if start
+            .checked_add(chunk.len())
+            .is_none_or(|end| end > self.text.len())
+        {
+            return self.tokenizer.size(chunk);
+        }
+        let end = start + chunk.len();
+        let first = self.spans.partition_point(|&(s, _)| s < start);
+        let past_last = self.spans.partition_point(|&(_, e)| e <= end);
+        past_last.saturating_sub(first)
     }
 }
 
@@ -225,7 +292,7 @@ mod tests {
     fn every_chunk_maps_back_into_the_text() {
         let text = "Ünïcode first sentence here. Second sentence follows it.\n\nA new paragraph — with dashes.";
         let doc = document(Format::Text, text, Vec::new());
-        let chunks = characters(30).chunk(&doc);
+        let chunks = characters(30).chunk(&doc).unwrap();
         assert!(chunks.len() > 2);
         let chars: Vec<char> = text.chars().collect();
         for chunk in &chunks {
@@ -262,7 +329,7 @@ mod tests {
             },
         ];
         let doc = document(Format::Markdown, text, headings);
-        let chunks = characters(20).chunk(&doc);
+        let chunks = characters(20).chunk(&doc).unwrap();
         let details = chunks
             .iter()
             .find(|c| text[c.bytes.clone()].contains("More"))
@@ -287,5 +354,46 @@ mod tests {
         };
         let tokenizer = Tokenizer::new(tokenizers::models::bpe::BPE::default());
         assert!(Chunker::new(&config, &tokenizer).is_err());
+    }
+
+    /// The one-pass sizer cuts exactly where sizing every candidate with the tokenizer cuts.
+    #[test]
+    fn document_token_sizing_matches_encoding_each_candidate() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let tokenizer_file = root.join("models/all-MiniLM-L6-v2/tokenizer.json");
+        let mut tokenizer = Tokenizer::from_file(&tokenizer_file).unwrap();
+        tokenizer.with_truncation(None).unwrap();
+        let mut compared = 0;
+        for entry in std::fs::read_dir(root.join("assets/example")).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap().repeat(3);
+            let markdown = path.extension().is_some_and(|e| e == "md");
+            let format = if markdown {
+                Format::Markdown
+            } else {
+                Format::Text
+            };
+            for capacity in [24, 160] {
+                let config = ChunkerConfig {
+                    capacity,
+                    ..ChunkerConfig::default()
+                };
+                let chunker = Chunker::new(&config, &tokenizer).unwrap();
+                let ours: Vec<Range<usize>> = chunker
+                    .chunk(&document(format, &text, Vec::new()))
+                    .unwrap()
+                    .into_iter()
+                    .map(|c| c.bytes)
+                    .collect();
+                let reference = ChunkConfig::new(capacity).with_sizer(&tokenizer);
+                let theirs: Vec<Range<usize>> = split(reference, &text, markdown)
+                    .into_iter()
+                    .map(|(start, _, piece)| start..start + piece.len())
+                    .collect();
+                assert_eq!(ours, theirs, "{} at {capacity}", path.display());
+                compared += ours.len();
+            }
+        }
+        assert!(compared > 50, "{compared} chunks compared");
     }
 }

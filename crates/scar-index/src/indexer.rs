@@ -243,7 +243,7 @@ pub fn index_paths(
                             path: path.clone(),
                             reason: w.clone(),
                         }));
-                    let chunks = writer.chunker.chunk(&document);
+                    let chunks = writer.chunker.chunk(&document)?;
                     pending.push(Pending {
                         path,
                         size,
