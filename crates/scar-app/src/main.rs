@@ -1,0 +1,222 @@
+//! `scar-app`: the SCAR desktop app, scar-ui in an eframe window with native file dialogs.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, channel};
+
+use anyhow::{Context as _, Result, anyhow, bail};
+use clap::Parser;
+use eframe::egui;
+use scar_ui::{DeviceChoice, Environment, FileDialogs, ScarApp, Settings};
+
+// candle allocates and frees large tensors at a high rate; glibc's malloc turns that into
+// kernel time (docs/PERFORMANCE.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// The name eframe stores settings under, and the data folder's name.
+const APP_ID: &str = "scar";
+/// The window's inner size in points; a screenshot has this size times the display's scale.
+const WINDOW_SIZE: [f32; 2] = [1400.0, 900.0];
+
+/// Ask your documents, and see every expansion decision with its scores.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    /// Open this index (adding it to the library)
+    #[arg(long, value_name = "DIR")]
+    index: Option<PathBuf>,
+    /// Ask this question once the index is open
+    #[arg(long, value_name = "QUESTION")]
+    ask: Option<String>,
+    /// Once the decisions are shown, save the window as a PNG and exit. Such a run starts from
+    /// the default settings and saves none, so that it looks the same wherever it runs.
+    #[arg(long, value_name = "PNG")]
+    screenshot: Option<PathBuf>,
+    /// Where models are installed
+    #[arg(long, env = "SCAR_MODELS_DIR", default_value = "models")]
+    models_dir: PathBuf,
+    /// Embedding model for new indexes: hub id, short name or folder
+    #[arg(long, env = "SCAR_MODEL", default_value = "BAAI/bge-large-en-v1.5")]
+    model: String,
+    /// cpu, cuda, cuda:N or auto
+    #[arg(long, env = "SCAR_DEVICE", default_value = "auto")]
+    device: DeviceChoice,
+    /// Where the indexes of added folders are kept [default: `indexes` in the app's data folder]
+    #[arg(long, env = "SCAR_LIBRARY", value_name = "DIR")]
+    library: Option<PathBuf>,
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let library_dir = args
+        .library
+        .or_else(|| eframe::storage_dir(APP_ID).map(|dir| dir.join("indexes")))
+        .context("no data folder on this system: give the library's folder with --library")?;
+    let environment = Environment {
+        models_dir: args.models_dir,
+        model: args.model,
+        device: args.device,
+        library_dir,
+    };
+    let (outcome, outcomes) = channel();
+    let screenshot = args.screenshot.clone();
+    let options = eframe::NativeOptions {
+        viewport: egui::ViewportBuilder::default()
+            .with_title("SCAR")
+            .with_app_id(APP_ID)
+            .with_inner_size(WINDOW_SIZE),
+        persist_window: screenshot.is_none(),
+        ..eframe::NativeOptions::default()
+    };
+    eframe::run_native(
+        APP_ID,
+        options,
+        Box::new(move |cc| {
+            let settings = match (&screenshot, cc.storage) {
+                (None, Some(storage)) => {
+                    eframe::get_value(storage, eframe::APP_KEY).unwrap_or_default()
+                }
+                _ => Settings::default(),
+            };
+            let mut app = ScarApp::new(settings, environment, NativeDialogs);
+            if let Some(index) = args.index {
+                app.open_index(index);
+            }
+            if let Some(question) = args.ask {
+                app.ask(question);
+            }
+            Ok(Box::new(Window {
+                app,
+                screenshot: screenshot.map(|path| Screenshot::new(path, outcome)),
+            }))
+        }),
+    )
+    .map_err(|error| anyhow!("the window failed: {error}"))?;
+    if args.screenshot.is_some() {
+        outcomes
+            .try_recv()
+            .unwrap_or_else(|_| Err(anyhow!("the window closed before the screenshot")))?;
+    }
+    Ok(())
+}
+
+struct Window {
+    app: ScarApp,
+    screenshot: Option<Screenshot>,
+}
+
+impl eframe::App for Window {
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        self.app.ui(ui);
+        if let Some(screenshot) = &mut self.screenshot {
+            screenshot.after_frame(ui.ctx(), &self.app);
+        }
+    }
+
+    fn save(&mut self, storage: &mut dyn eframe::Storage) {
+        if self.screenshot.is_none() {
+            eframe::set_value(storage, eframe::APP_KEY, self.app.settings());
+        }
+    }
+
+    fn persist_egui_memory(&self) -> bool {
+        self.screenshot.is_none()
+    }
+}
+
+/// `--screenshot`: waits until the app has settled with decisions on screen, captures the
+/// window, writes the PNG and closes the window.
+struct Screenshot {
+    path: PathBuf,
+    /// Frames drawn since the app settled; egui may need a second pass to lay out new content.
+    settled_frames: u32,
+    capture: Option<Receiver<Arc<egui::ColorImage>>>,
+    outcome: Sender<Result<()>>,
+}
+
+impl Screenshot {
+    const SETTLE_FRAMES: u32 = 3;
+
+    fn new(path: PathBuf, outcome: Sender<Result<()>>) -> Self {
+        Self {
+            path,
+            settled_frames: 0,
+            capture: None,
+            outcome,
+        }
+    }
+
+    fn after_frame(&mut self, ctx: &egui::Context, app: &ScarApp) {
+        if let Some(capture) = &self.capture {
+            if let Ok(image) = capture.try_recv() {
+                self.finish(ctx, save_png(&image, &self.path));
+            }
+            return;
+        }
+        if app.is_busy() {
+            self.settled_frames = 0;
+            return;
+        }
+        if app.report().is_none() {
+            let reason = app
+                .error()
+                .map_or_else(|| "give --index and --ask".to_owned(), ToString::to_string);
+            self.finish(ctx, Err(anyhow!("no decisions to capture: {reason}")));
+            return;
+        }
+        self.settled_frames += 1;
+        if self.settled_frames == Self::SETTLE_FRAMES {
+            let (sender, receiver) = channel();
+            let waker = ctx.clone();
+            ctx.request_screenshot(move |image| {
+                let _ = sender.send(image);
+                waker.request_repaint();
+            });
+            self.capture = Some(receiver);
+        }
+        ctx.request_repaint();
+    }
+
+    fn finish(&self, ctx: &egui::Context, result: Result<()>) {
+        let _ = self.outcome.send(result);
+        ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+    }
+}
+
+fn save_png(image: &egui::ColorImage, path: &Path) -> Result<()> {
+    let [width, height] = image.size;
+    let rgba: Vec<u8> = image
+        .pixels
+        .iter()
+        .flat_map(egui::Color32::to_srgba_unmultiplied)
+        .collect();
+    if width == 0 || height == 0 {
+        bail!("the screenshot is empty");
+    }
+    image::save_buffer_with_format(
+        path,
+        &rgba,
+        width as u32,
+        height as u32,
+        image::ExtendedColorType::Rgba8,
+        image::ImageFormat::Png,
+    )
+    .with_context(|| format!("writing the screenshot to {}", path.display()))
+}
+
+/// The platform's file dialogs, through rfd.
+struct NativeDialogs;
+
+impl FileDialogs for NativeDialogs {
+    fn pick_folder(&self, title: &str) -> Option<PathBuf> {
+        rfd::FileDialog::new().set_title(title).pick_folder()
+    }
+
+    fn pick_save_path(&self, file_name: &str) -> Option<PathBuf> {
+        rfd::FileDialog::new()
+            .set_file_name(file_name)
+            .add_filter("JSON", &["json"])
+            .save_file()
+    }
+}

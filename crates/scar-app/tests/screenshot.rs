@@ -1,0 +1,178 @@
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use scar_embed::{DeviceChoice, EmbedOptions, Embedder, ModelLocator};
+use scar_index::{IndexOptions, index_paths};
+
+const MODEL: &str = "all-MiniLM-L6-v2";
+const KAYAK: &str = "What does it cost to take my kayak on the ferry?";
+/// The window's size in points (`WINDOW_SIZE` in main.rs); Xvfb's scale is 1.
+const WINDOW: (u32, u32) = (1400, 900);
+
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// assets/example indexed with `all-MiniLM-L6-v2` into a folder named `example`, as scar-ui's
+/// tests do.
+fn example_index() -> PathBuf {
+    let example = workspace().join("assets/example").canonicalize().unwrap();
+    let mut hasher = std::hash::DefaultHasher::new();
+    std::hash::Hash::hash(&example, &mut hasher);
+    let checkout = format!("scar-app-{:016x}", std::hash::Hasher::finish(&hasher));
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(checkout)
+        .join("example");
+    let files = ModelLocator::from_env(workspace().join("models"))
+        .locate(MODEL)
+        .unwrap();
+    let options = EmbedOptions {
+        device: DeviceChoice::Cpu,
+        ..EmbedOptions::default()
+    };
+    let embedder = Embedder::load(&files, &options).unwrap();
+    let report = index_paths(
+        &dir,
+        &[example],
+        &embedder,
+        &IndexOptions::default(),
+        &mut |_| {},
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    assert!(report.is_complete(), "{report:?}");
+    dir
+}
+
+/// `scar-app` with the test model and its saved state kept in `home`.
+fn scar_app(home: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_scar-app"));
+    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("SCAR_")) {
+        command.env_remove(key);
+    }
+    command
+        .env("SCAR_MODELS_DIR", workspace().join("models"))
+        .env("SCAR_DEVICE", "cpu")
+        .env("HF_HUB_OFFLINE", "1")
+        .env("HOME", home)
+        .env("XDG_DATA_HOME", home.join("data"));
+    command
+}
+
+/// `command` under a fresh X server, or `None` when xvfb-run is missing and not required.
+fn under_xvfb(command: &Command) -> Option<Command> {
+    if Command::new("xvfb-run").arg("--help").output().is_err() {
+        assert!(
+            std::env::var_os("SCAR_REQUIRE_XVFB").is_none(),
+            "SCAR_REQUIRE_XVFB is set but xvfb-run is missing: install xvfb"
+        );
+        eprintln!("skipped: xvfb-run is not installed (scripts/test installs it)");
+        return None;
+    }
+    let mut xvfb = Command::new("xvfb-run");
+    xvfb.args(["-a", "-s", "-screen 0 1600x1000x24"])
+        .arg(command.get_program())
+        .args(command.get_args())
+        // X11 only: a desktop's Wayland session must not take the window.
+        .env_remove("WAYLAND_DISPLAY");
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => xvfb.env(key, value),
+            None => xvfb.env_remove(key),
+        };
+    }
+    Some(xvfb)
+}
+
+/// Runs `command` to the end (at most five minutes), its stderr kept in `log`.
+fn run(mut command: Command, log: &Path) -> std::process::ExitStatus {
+    let mut child = command
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_mins(5);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!(
+                "{command:?} did not exit:\n{}",
+                std::fs::read_to_string(log).unwrap()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn help_documents_the_screenshot_flags() {
+    let home = tempfile::tempdir().unwrap();
+    let output = scar_app(home.path()).arg("--help").output().unwrap();
+    assert!(output.status.success());
+    let help = String::from_utf8(output.stdout).unwrap();
+    for flag in ["--index <DIR>", "--ask <QUESTION>", "--screenshot <PNG>"] {
+        assert!(help.contains(flag), "{flag} missing from:\n{help}");
+    }
+}
+
+#[test]
+fn a_screenshot_run_shows_the_decisions_in_a_real_window() {
+    let home = tempfile::tempdir().unwrap();
+    let png = home.path().join("decisions.png");
+    let mut app = scar_app(home.path());
+    app.arg("--index")
+        .arg(example_index())
+        .args(["--ask", KAYAK, "--screenshot"])
+        .arg(&png);
+    let Some(command) = under_xvfb(&app) else {
+        return;
+    };
+    let log = home.path().join("stderr.log");
+    let status = run(command, &log);
+    assert!(
+        status.success(),
+        "scar-app failed:\n{}",
+        std::fs::read_to_string(&log).unwrap()
+    );
+
+    let image = image::open(&png).unwrap().to_rgba8();
+    assert_eq!(image.dimensions(), WINDOW);
+    let colours: HashSet<[u8; 4]> = image.pixels().map(|p| p.0).collect();
+    assert!(colours.len() > 100, "only {} colours", colours.len());
+    let luma: Vec<f64> = image
+        .pixels()
+        .map(|p| 0.299 * f64::from(p[0]) + 0.587 * f64::from(p[1]) + 0.114 * f64::from(p[2]))
+        .collect();
+    let mean = luma.iter().sum::<f64>() / luma.len() as f64;
+    let variance = luma.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / luma.len() as f64;
+    assert!(
+        variance > 100.0,
+        "the window is nearly uniform: variance {variance:.1}"
+    );
+}
+
+#[test]
+fn a_screenshot_run_without_decisions_fails_and_says_why() {
+    let home = tempfile::tempdir().unwrap();
+    let missing = home.path().join("no-such-index");
+    let png = home.path().join("nothing.png");
+    let mut app = scar_app(home.path());
+    app.arg("--index")
+        .arg(&missing)
+        .args(["--ask", KAYAK, "--screenshot"])
+        .arg(&png);
+    let Some(command) = under_xvfb(&app) else {
+        return;
+    };
+    let log = home.path().join("stderr.log");
+    let status = run(command, &log);
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    assert!(!status.success());
+    assert!(stderr.contains("no decisions to capture"), "{stderr}");
+    assert!(!png.exists());
+}

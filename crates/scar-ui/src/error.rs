@@ -1,0 +1,51 @@
+use scar_embed::EmbedError;
+use scar_index::IndexError;
+use scar_retrieve::RetrieveError;
+
+/// Everything that can go wrong in the app, shown to the user in its status line. The errors of
+/// the crates below are boxed: they are large, and results pass through every frame.
+#[derive(Debug, thiserror::Error)]
+pub enum UiError {
+    /// Opening an index or answering a question failed.
+    #[error(transparent)]
+    Retrieve(Box<RetrieveError>),
+    /// Indexing failed.
+    #[error(transparent)]
+    Index(Box<IndexError>),
+    /// The embedding model could not be found or loaded.
+    #[error(transparent)]
+    Embed(Box<EmbedError>),
+    /// The controls describe an invalid policy.
+    #[error(transparent)]
+    Policy(#[from] scar_policy::PolicyError),
+    /// Writing the ledger failed (the message names the file).
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// The ledger could not be written as JSON.
+    #[error("writing the ledger as JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// Export was asked for before any question was answered.
+    #[error("there is no ledger to export yet: ask a question first")]
+    NothingToExport,
+}
+
+impl From<RetrieveError> for UiError {
+    fn from(error: RetrieveError) -> Self {
+        Self::Retrieve(Box::new(error))
+    }
+}
+
+impl From<IndexError> for UiError {
+    fn from(error: IndexError) -> Self {
+        Self::Index(Box::new(error))
+    }
+}
+
+impl From<EmbedError> for UiError {
+    fn from(error: EmbedError) -> Self {
+        Self::Embed(Box::new(error))
+    }
+}
+
+/// Result with [`UiError`].
+pub type Result<T, E = UiError> = std::result::Result<T, E>;

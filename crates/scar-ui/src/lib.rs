@@ -1,0 +1,90 @@
+//! The SCAR desktop app's UI: a library of indexes, a question box, every expansion decision
+//! with its scores, live policy controls and a seam map of each document.
+//!
+//! This crate depends on egui only; a window (the `scar-app` binary, with eframe) hosts it and
+//! supplies native file dialogs through [`FileDialogs`]. Slow work (loading a model, embedding
+//! a question, indexing a folder, a dialog) runs on worker threads that report back through a
+//! channel and wake the UI with `request_repaint`, so the window never blocks. Moving a policy
+//! control re-runs the policy on the question's cached seeds and embeddings
+//! ([`scar_retrieve::Retriever::expand`]), which takes microseconds.
+//!
+//! ```no_run
+//! use std::path::{Path, PathBuf};
+//! use scar_ui::{Environment, FileDialogs, ScarApp, Settings};
+//!
+//! struct NoDialogs;
+//! impl FileDialogs for NoDialogs {
+//!     fn pick_folder(&self, _title: &str) -> Option<PathBuf> { None }
+//!     fn pick_save_path(&self, _file_name: &str) -> Option<PathBuf> { None }
+//! }
+//!
+//! let mut app = ScarApp::new(Settings::default(), Environment::default(), NoDialogs);
+//! app.open_index("my-index");
+//! app.ask("What does it cost to take my kayak on the ferry?");
+//! // Each frame, inside the host's window:
+//! # let ctx = egui::Context::default();
+//! # let _ = ctx.run_ui(egui::RawInput::default(), |ui| {
+//! app.ui(ui);
+//! # });
+//! ```
+
+mod app;
+mod controls;
+mod decisions;
+mod error;
+mod library;
+mod seam_map;
+mod settings;
+mod worker;
+
+use std::path::{Path, PathBuf};
+
+pub use scar_embed::DeviceChoice;
+
+pub use app::ScarApp;
+pub use error::{Result, UiError};
+pub use settings::{Controls, LibraryEntry, PolicyKind, Settings};
+
+/// Where the app finds models and keeps the indexes it creates; not persisted, the host
+/// decides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Environment {
+    /// Installed models (`models/<name>/`), as `scar --models-dir`.
+    pub models_dir: PathBuf,
+    /// The model new indexes are built with; an existing index keeps its own.
+    pub model: String,
+    /// Where embedding runs.
+    pub device: DeviceChoice,
+    /// The folder that holds the indexes of folders added in the app.
+    pub library_dir: PathBuf,
+}
+
+/// The defaults of `scar`: `./models`, BAAI/bge-large-en-v1.5, the best device; new indexes in
+/// `./scar-library`.
+impl Default for Environment {
+    fn default() -> Self {
+        Self {
+            models_dir: PathBuf::from("models"),
+            model: "BAAI/bge-large-en-v1.5".to_owned(),
+            device: DeviceChoice::Auto,
+            library_dir: PathBuf::from("scar-library"),
+        }
+    }
+}
+
+/// Native file dialogs, supplied by the window that hosts the UI. They are called on a worker
+/// thread, so they may block until the user answers.
+pub trait FileDialogs: Send + Sync + 'static {
+    /// A folder, or `None` if the user cancelled.
+    fn pick_folder(&self, title: &str) -> Option<PathBuf>;
+    /// A file to write, proposing `file_name`; `None` if the user cancelled.
+    fn pick_save_path(&self, file_name: &str) -> Option<PathBuf>;
+}
+
+/// The last part of a path, for labels; the whole path when it has none.
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into(),
+    )
+}

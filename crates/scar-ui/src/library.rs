@@ -1,0 +1,202 @@
+//! The library panel: the user's indexes, adding a folder, indexing progress and the files that
+//! could not be indexed.
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use scar_index::IndexReport;
+
+use crate::worker::Pick;
+use crate::{ScarApp, file_name};
+
+impl ScarApp {
+    pub(crate) fn library_ui(&mut self, ui: &mut egui::Ui) {
+        ui.add_space(6.0);
+        ui.heading("Library");
+        ui.add_enabled_ui(self.indexing.is_none(), |ui| {
+            ui.horizontal(|ui| {
+                if ui
+                    .button("➕ Add folder…")
+                    .on_hover_text("Index a folder of documents into a new library entry")
+                    .clicked()
+                {
+                    self.pick(ui.ctx(), Pick::FolderToIndex);
+                }
+                if ui
+                    .button("📂 Open index…")
+                    .on_hover_text("Add an index built with `scar index`")
+                    .clicked()
+                {
+                    self.pick(ui.ctx(), Pick::ExistingIndex);
+                }
+            });
+        });
+        ui.add_space(4.0);
+        self.entries_ui(ui);
+        if let Some(indexing) = &self.indexing {
+            ui.separator();
+            ui.strong(format!("Indexing into {}", indexing.dir.display()));
+            let p = &indexing.progress;
+            let fraction = p.bytes_done as f32 / p.bytes_total.max(1) as f32;
+            ui.add(egui::ProgressBar::new(fraction).show_percentage());
+            let eta = p
+                .eta()
+                .map_or_else(String::new, |eta| format!(" · {} left", humanize(eta)));
+            ui.label(format!(
+                "{}/{} files · {} chunks · {:.0} tokens/s{eta}",
+                p.files_done,
+                p.files_total,
+                p.chunks,
+                p.tokens_per_second()
+            ));
+            let cancelling = indexing.cancel.load(Ordering::Relaxed);
+            if ui
+                .add_enabled(!cancelling, egui::Button::new("Cancel"))
+                .on_hover_text("Stop after the current batch; what was indexed is kept")
+                .clicked()
+            {
+                indexing.cancel.store(true, Ordering::Relaxed);
+            }
+        }
+        if let Some((dir, report)) = &self.last_indexing {
+            ui.separator();
+            report_ui(ui, dir, report);
+        }
+    }
+
+    fn entries_ui(&mut self, ui: &mut egui::Ui) {
+        let mut select = None;
+        let mut update = None;
+        let mut forget = None;
+        for (n, entry) in self.settings.library.iter().enumerate() {
+            let current = self.settings.current.as_ref() == Some(&entry.dir);
+            // Right to left, so that a long name is cut short instead of pushing the buttons out.
+            let row = egui::Layout::right_to_left(egui::Align::Center);
+            ui.allocate_ui_with_layout(egui::vec2(ui.available_width(), 20.0), row, |ui| {
+                if ui
+                    .small_button("🗑")
+                    .on_hover_text("Remove from the library (the index stays on disk)")
+                    .clicked()
+                {
+                    forget = Some(n);
+                }
+                let can_update = !entry.sources.is_empty() && self.indexing.is_none();
+                if ui
+                    .add_enabled(can_update, egui::Button::new("⟳").small())
+                    .on_hover_text("Index new and changed files")
+                    .clicked()
+                {
+                    update = Some((entry.dir.clone(), entry.sources.clone()));
+                }
+                let sources = entry
+                    .sources
+                    .iter()
+                    .map(|s| format!("\nfrom {}", s.display()));
+                let hover = format!("{}{}", entry.dir.display(), sources.collect::<String>());
+                let name = egui::Button::selectable(current, entry.name()).truncate();
+                let width = ui.available_width();
+                if ui
+                    .add_sized([width, 18.0], name)
+                    .on_hover_text(hover)
+                    .clicked()
+                {
+                    select = Some(entry.dir.clone());
+                }
+            });
+        }
+        if let Some(dir) = select {
+            self.select_index(dir);
+        }
+        if let Some((dir, sources)) = update {
+            self.start_indexing(ui.ctx(), dir, sources);
+        }
+        if let Some(n) = forget {
+            let entry = self.settings.library.remove(n);
+            if self.settings.current.as_ref() == Some(&entry.dir) {
+                self.settings.current = None;
+                self.retriever = None;
+                self.evidence = None;
+            }
+        }
+        if self.settings.library.is_empty() {
+            ui.weak("No indexes yet.");
+        }
+    }
+}
+
+/// What the last indexing run did, with every file it could not index and why.
+fn report_ui(ui: &mut egui::Ui, dir: &Path, report: &IndexReport) {
+    ui.strong(format!("Last run ({})", file_name(dir)));
+    ui.label(format!(
+        "{} added, {} updated, {} removed, {} unchanged; {} chunks in {:.1} s{}",
+        report.added,
+        report.updated,
+        report.removed,
+        report.unchanged,
+        report.chunks,
+        report.elapsed.as_secs_f64(),
+        if report.cancelled { "; cancelled" } else { "" }
+    ));
+    let problems = [
+        (&report.skipped, "not indexed", ui.visuals().error_fg_color),
+        (
+            &report.warnings,
+            "indexed with a warning",
+            ui.visuals().warn_fg_color,
+        ),
+    ];
+    for (files, what, colour) in problems {
+        if files.is_empty() {
+            continue;
+        }
+        egui::CollapsingHeader::new(format!("{} {what}", files_count(files.len())))
+            .default_open(true)
+            .show(ui, |ui| {
+                for file in files {
+                    ui.colored_label(
+                        colour,
+                        format!("{}: {}", file_name(&file.path), file.reason),
+                    )
+                    .on_hover_text(file.path.display().to_string());
+                }
+            });
+    }
+}
+
+fn files_count(n: usize) -> String {
+    if n == 1 {
+        "1 file".to_owned()
+    } else {
+        format!("{n} files")
+    }
+}
+
+fn humanize(duration: Duration) -> String {
+    let seconds = duration.as_secs();
+    if seconds >= 3600 {
+        format!("{}h{:02}m", seconds / 3600, seconds % 3600 / 60)
+    } else if seconds >= 60 {
+        format!("{}m{:02}s", seconds / 60, seconds % 60)
+    } else {
+        format!("{seconds}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_in_the_largest_useful_unit() {
+        assert_eq!(humanize(Duration::from_secs(42)), "42s");
+        assert_eq!(humanize(Duration::from_secs(125)), "2m05s");
+        assert_eq!(humanize(Duration::from_mins(3 * 60 + 7)), "3h07m");
+    }
+
+    #[test]
+    fn file_counts_agree_in_number() {
+        assert_eq!(files_count(1), "1 file");
+        assert_eq!(files_count(3), "3 files");
+    }
+}

@@ -1,0 +1,216 @@
+//! The seam map: a document as a strip of its chunks, the seams between them coloured by the
+//! continuity stored at indexing time, the question's seeds and neighbours marked on it, and a
+//! reader for the chunk clicked.
+
+use egui::{Color32, RichText, Sense, Stroke, vec2};
+use scar_core::ChunkId;
+use scar_index::Index;
+use scar_policy::Outcome;
+use scar_retrieve::SearchReport;
+
+use crate::decisions::{SEED, outcome_style};
+use crate::file_name;
+
+const CELL: egui::Vec2 = vec2(30.0, 30.0);
+const SEAM_WIDTH: f32 = 9.0;
+/// A seam where the text breaks off: low cos(c, next).
+const BREAK: Color32 = Color32::from_rgb(245, 150, 30);
+/// A seam the text runs straight through: high cos(c, next).
+const FLOW: Color32 = Color32::from_rgb(60, 70, 90);
+
+/// What the question made of one chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mark {
+    Seed(usize),
+    Decided(Outcome),
+    Untouched,
+}
+
+impl Mark {
+    fn of(report: &SearchReport, id: ChunkId) -> Self {
+        let ledger = &report.ledger;
+        if let Some(seed) = ledger.seeds.iter().find(|seed| seed.id == id) {
+            return Self::Seed(seed.rank);
+        }
+        // A chunk some seed took counts as accepted, whatever another seed thought of it.
+        if ledger.contains(id) {
+            return Self::Decided(Outcome::Accepted);
+        }
+        ledger
+            .neighbours()
+            .find(|n| n.id == Some(id))
+            .map_or(Self::Untouched, |n| Self::Decided(n.outcome))
+    }
+
+    fn style(self) -> Option<(Color32, String, String)> {
+        match self {
+            Self::Seed(rank) => Some((SEED, format!("#{rank}"), format!("seed #{rank}"))),
+            Self::Decided(outcome) => {
+                let (colour, label) = outcome_style(outcome);
+                let icon = label.split(' ').next().unwrap_or_default().to_owned();
+                Some((colour, icon, label.to_owned()))
+            }
+            Self::Untouched => None,
+        }
+    }
+}
+
+/// How strongly a seam breaks the text: cos 0.8 and above flows, 0.2 and below breaks (the
+/// range where sentence embeddings of adjacent passages fall).
+fn seam_colour(continuity: f32) -> Color32 {
+    let flow = ((continuity - 0.2) / 0.6).clamp(0.0, 1.0);
+    BREAK.lerp_to_gamma(FLOW, flow)
+}
+
+pub(crate) fn seam_map_ui(
+    ui: &mut egui::Ui,
+    index: &Index,
+    report: &SearchReport,
+    document: &mut Option<u32>,
+    selected: &mut Option<ChunkId>,
+) {
+    let documents = index.documents();
+    let Some(shown) = documents
+        .iter()
+        .find(|d| Some(d.slot) == *document)
+        .or_else(|| documents.first())
+    else {
+        return;
+    };
+    ui.horizontal(|ui| {
+        ui.heading("Seam map");
+        egui::ComboBox::from_label("document")
+            .selected_text(file_name(&shown.path))
+            .show_ui(ui, |ui| {
+                for entry in documents {
+                    ui.selectable_value(document, Some(entry.slot), file_name(&entry.path));
+                }
+            });
+        legend_ui(ui);
+    });
+    let ids: Vec<ChunkId> = shown.rows().map(ChunkId).collect();
+    let per_line = ((ui.available_width() + SEAM_WIDTH) / (CELL.x + SEAM_WIDTH)).max(1.0) as usize;
+    for line in ids.chunks(per_line) {
+        ui.horizontal(|ui| {
+            ui.spacing_mut().item_spacing.x = 0.0;
+            for &id in line {
+                if cell_ui(ui, index, id, Mark::of(report, id), *selected == Some(id)).clicked() {
+                    *selected = Some(id);
+                }
+                if let Some(continuity) = index.continuity_next(id) {
+                    seam_ui(ui, index, id, continuity);
+                }
+            }
+        });
+    }
+    if let Some(chunk) = selected.and_then(|id| index.chunk(id)) {
+        ui.add_space(4.0);
+        ui.horizontal_wrapped(|ui| {
+            ui.strong(format!(
+                "{} ¶{}",
+                file_name(&chunk.document.path),
+                chunk.ordinal
+            ));
+            ui.weak(format!("{} tokens", chunk.token_count));
+            if let Some((colour, _, label)) = Mark::of(report, chunk.id).style() {
+                ui.colored_label(colour, label);
+            }
+            if !chunk.heading_path.is_empty() {
+                ui.weak(chunk.heading_path);
+            }
+        });
+        egui::ScrollArea::vertical()
+            .id_salt("reader")
+            .max_height(110.0)
+            .auto_shrink([false, true])
+            .show(ui, |ui| {
+                ui.label(RichText::new(chunk.text.trim()).size(12.5))
+            });
+    }
+}
+
+fn cell_ui(
+    ui: &mut egui::Ui,
+    index: &Index,
+    id: ChunkId,
+    mark: Mark,
+    selected: bool,
+) -> egui::Response {
+    let (rect, response) = ui.allocate_exact_size(CELL, Sense::click());
+    let visuals = ui.visuals();
+    let style = mark.style();
+    let fill = style
+        .as_ref()
+        .map_or(visuals.widgets.inactive.bg_fill, |s| s.0);
+    let stroke = if selected {
+        Stroke::new(2.5, visuals.strong_text_color())
+    } else {
+        Stroke::new(1.0, visuals.widgets.noninteractive.bg_stroke.color)
+    };
+    let painter = ui.painter();
+    painter.rect(
+        rect.shrink(1.0),
+        3.0,
+        fill,
+        stroke,
+        egui::StrokeKind::Inside,
+    );
+    let ordinal = index.position(id).ordinal;
+    let text = style
+        .as_ref()
+        .map_or_else(|| ordinal.to_string(), |s| s.1.clone());
+    let colour = if style.is_some() {
+        Color32::WHITE
+    } else {
+        visuals.text_color()
+    };
+    painter.text(
+        rect.center(),
+        egui::Align2::CENTER_CENTER,
+        text,
+        egui::FontId::proportional(12.0),
+        colour,
+    );
+    response
+        .widget_info(|| egui::WidgetInfo::labeled(egui::Role::Button, true, format!("¶{ordinal}")));
+    let role = style.map_or_else(|| "not considered".to_owned(), |s| s.2);
+    let tokens = index.chunk(id).map_or(0, |c| c.token_count);
+    response.on_hover_text(format!(
+        "¶{ordinal}, {tokens} tokens: {role}\nclick to read it"
+    ))
+}
+
+fn seam_ui(ui: &mut egui::Ui, index: &Index, id: ChunkId, continuity: f32) {
+    let (rect, response) = ui.allocate_exact_size(vec2(SEAM_WIDTH, CELL.y), Sense::hover());
+    ui.painter()
+        .rect_filled(rect.shrink2(vec2(1.0, 0.0)), 1.0, seam_colour(continuity));
+    let ordinal = index.position(id).ordinal;
+    response.on_hover_text(format!(
+        "cos(¶{ordinal}, ¶{}) = {continuity:.4}\nb = 1 − cos = {:.4}",
+        ordinal + 1,
+        1.0 - continuity
+    ));
+}
+
+fn legend_ui(ui: &mut egui::Ui) {
+    ui.weak("seams: cos(c, next)");
+    for (value, name) in [(0.2, "breaks"), (0.8, "flows")] {
+        let (rect, _) = ui.allocate_exact_size(vec2(12.0, 12.0), Sense::hover());
+        ui.painter().rect_filled(rect, 2.0, seam_colour(value));
+        ui.weak(name);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seams_run_from_break_to_flow() {
+        assert_eq!(seam_colour(0.0), BREAK);
+        assert_eq!(seam_colour(0.2), BREAK);
+        assert_eq!(seam_colour(0.95), FLOW);
+        assert_ne!(seam_colour(0.5), BREAK);
+        assert_ne!(seam_colour(0.5), FLOW);
+    }
+}

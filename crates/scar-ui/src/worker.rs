@@ -1,0 +1,222 @@
+//! Work that must not block the UI: opening an index, preparing a question, indexing a folder,
+//! and native file dialogs. Each runs on a named thread and reports back through one channel,
+//! waking the UI with `request_repaint`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::thread;
+
+use scar_embed::{EmbedOptions, Embedder, ModelLocator};
+use scar_index::{Index, IndexOptions, IndexProgress, IndexReport, index_paths};
+use scar_retrieve::{FirstStage, Prepared, Retriever};
+
+use crate::{Environment, FileDialogs, UiError};
+
+/// What a question needs from the first stage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Wish {
+    pub index: PathBuf,
+    pub query: String,
+    pub first_stage: FirstStage,
+    pub k: usize,
+}
+
+/// A result coming back to the UI.
+pub(crate) enum Event {
+    Opened {
+        dir: PathBuf,
+        result: Result<Arc<Retriever>, UiError>,
+    },
+    Prepared {
+        wish: Wish,
+        result: Result<Prepared, UiError>,
+    },
+    Progress(IndexProgress),
+    Indexed {
+        dir: PathBuf,
+        sources: Vec<PathBuf>,
+        result: Result<IndexReport, UiError>,
+    },
+    Picked(Pick, PathBuf),
+}
+
+/// What a file dialog is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pick {
+    FolderToIndex,
+    ExistingIndex,
+    ExportPath,
+}
+
+/// A job for the retriever thread, which owns the model while it loads or embeds.
+enum Job {
+    Open(PathBuf),
+    Prepare(Arc<Retriever>, Wish),
+}
+
+/// Where a job's result goes, and the UI to wake when it gets there.
+#[derive(Clone)]
+struct Reply {
+    events: Sender<Event>,
+    ctx: egui::Context,
+}
+
+impl Reply {
+    fn send(&self, event: Event) {
+        // The UI going away first only means nobody waits for this result.
+        let _ = self.events.send(event);
+        self.ctx.request_repaint();
+    }
+}
+
+/// The UI's handle on its background threads.
+pub(crate) struct Worker {
+    jobs: Sender<(Job, Reply)>,
+    events: Receiver<Event>,
+    sender: Sender<Event>,
+    environment: Arc<Environment>,
+    dialogs: Arc<dyn FileDialogs>,
+}
+
+impl Worker {
+    pub fn new(environment: Environment, dialogs: Arc<dyn FileDialogs>) -> Self {
+        let (jobs, queue) = channel::<(Job, Reply)>();
+        let (sender, events) = channel();
+        let environment = Arc::new(environment);
+        let shared = Arc::clone(&environment);
+        spawn("scar-retriever", move || {
+            for (job, reply) in queue {
+                reply.send(run(job, &shared));
+            }
+        });
+        Self {
+            jobs,
+            events,
+            sender,
+            environment,
+            dialogs,
+        }
+    }
+
+    pub fn environment(&self) -> &Environment {
+        &self.environment
+    }
+
+    /// The results that arrived since the last call.
+    pub fn events(&self) -> impl Iterator<Item = Event> + '_ {
+        self.events.try_iter()
+    }
+
+    pub fn open(&self, ctx: &egui::Context, dir: PathBuf) {
+        self.submit(ctx, Job::Open(dir));
+    }
+
+    pub fn prepare(&self, ctx: &egui::Context, retriever: Arc<Retriever>, wish: Wish) {
+        self.submit(ctx, Job::Prepare(retriever, wish));
+    }
+
+    fn submit(&self, ctx: &egui::Context, job: Job) {
+        // The thread lives as long as the sender; sending fails only if it panicked.
+        let _ = self.jobs.send((job, self.reply(ctx)));
+    }
+
+    /// Indexes `sources` into `dir` on its own thread, so that questions can still be asked.
+    pub fn index(
+        &self,
+        ctx: &egui::Context,
+        dir: PathBuf,
+        sources: Vec<PathBuf>,
+        cancel: Arc<AtomicBool>,
+    ) {
+        let reply = self.reply(ctx);
+        let environment = Arc::clone(&self.environment);
+        spawn("scar-indexer", move || {
+            let result = index_folder(&environment, &dir, &sources, &cancel, &reply);
+            reply.send(Event::Indexed {
+                dir,
+                sources,
+                result,
+            });
+        });
+    }
+
+    /// Shows a file dialog; it blocks its own thread, never the UI.
+    pub fn pick(&self, ctx: &egui::Context, pick: Pick) {
+        let (reply, dialogs) = (self.reply(ctx), Arc::clone(&self.dialogs));
+        spawn("scar-dialog", move || {
+            let path = match pick {
+                Pick::FolderToIndex => dialogs.pick_folder("Add a folder to the library"),
+                Pick::ExistingIndex => dialogs.pick_folder("Open an index folder"),
+                Pick::ExportPath => dialogs.pick_save_path("scar-search.json"),
+            };
+            if let Some(path) = path {
+                reply.send(Event::Picked(pick, path));
+            }
+        });
+    }
+
+    fn reply(&self, ctx: &egui::Context) -> Reply {
+        Reply {
+            events: self.sender.clone(),
+            ctx: ctx.clone(),
+        }
+    }
+}
+
+fn spawn(name: &str, work: impl FnOnce() + Send + 'static) {
+    thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(work)
+        .expect("the system refused to start a thread");
+}
+
+fn run(job: Job, environment: &Environment) -> Event {
+    match job {
+        Job::Open(dir) => {
+            let locator = ModelLocator::from_env(&environment.models_dir);
+            let result = Retriever::open(&dir, &locator, environment.device)
+                .map(Arc::new)
+                .map_err(Into::into);
+            Event::Opened { dir, result }
+        }
+        Job::Prepare(retriever, wish) => {
+            let result = retriever
+                .prepare(&wish.query, wish.first_stage, wish.k)
+                .map_err(Into::into);
+            Event::Prepared { wish, result }
+        }
+    }
+}
+
+/// Indexes with the model the index was built with, or the environment's model for a new one.
+fn index_folder(
+    environment: &Environment,
+    dir: &std::path::Path,
+    sources: &[PathBuf],
+    cancel: &AtomicBool,
+    reply: &Reply,
+) -> Result<IndexReport, UiError> {
+    let model = Index::open(dir).map_or_else(
+        |_| environment.model.clone(),
+        |index| index.manifest().model.id.clone(),
+    );
+    let files = ModelLocator::from_env(&environment.models_dir).locate(&model)?;
+    let embedder = Embedder::load(
+        &files,
+        &EmbedOptions {
+            device: environment.device,
+            ..EmbedOptions::default()
+        },
+    )?;
+    let report = index_paths(
+        dir,
+        sources,
+        &embedder,
+        &IndexOptions::default(),
+        &mut |progress| reply.send(Event::Progress(progress.clone())),
+        cancel,
+    )?;
+    Ok(report)
+}

@@ -1,0 +1,226 @@
+use egui::Key;
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use scar_policy::Outcome;
+use scar_retrieve::SearchReport;
+use scar_ui::{Controls, ScarApp, Settings};
+
+use crate::common::{
+    KAYAK, Picks, asked_kayak, environment, example_index, harness, settle, step_until,
+};
+
+/// A snapshot of the whole window, without the pointer and with the status line's timings
+/// (which vary run to run) masked.
+fn snapshot(harness: &mut Harness<'_, ScarApp>, name: &str) {
+    harness.remove_cursor();
+    harness.run_steps(1);
+    let timings = harness.get_by_label_contains("first stage ").rect();
+    harness.mask(timings);
+    harness.snapshot(name);
+}
+
+/// The labels a neighbour's row shows, as the ledger has them.
+fn score_labels(report: &SearchReport, outcome: Outcome) -> Vec<String> {
+    let record = report
+        .ledger
+        .neighbours()
+        .find(|n| n.outcome == outcome)
+        .unwrap();
+    vec![
+        format!("cos(q,n) {:.3}", record.query_cos.unwrap()),
+        format!("b {:.3}", record.penalty.unwrap()),
+        format!("S {:.3}", record.score.unwrap()),
+        format!("margin {:+.3}", record.margin.unwrap()),
+    ]
+}
+
+#[test]
+fn asking_shows_each_decision_with_its_scores() {
+    let library = tempfile::tempdir().unwrap();
+    let mut harness = asked_kayak(1, library.path());
+    let report = harness.state().report().unwrap().clone();
+    assert_eq!(report.ledger.count(Outcome::Accepted), 1);
+    assert_eq!(report.ledger.count(Outcome::Rejected), 1);
+
+    // In its decision row and in the reader, which opens on the first seed.
+    assert_eq!(harness.query_all_by_label("seed #1").count(), 2);
+    harness.get_by_label(&format!("cos(q,c) {:.3}", report.ledger.seeds[0].query_cos));
+    harness.get_by_label("✔ accepted");
+    harness.get_by_label("✖ rejected");
+    for outcome in [Outcome::Accepted, Outcome::Rejected] {
+        for label in score_labels(&report, outcome) {
+            harness.get_by_label(&label);
+        }
+    }
+    let bar = format!("bar {:.3}", report.ledger.seeds[0].bar.unwrap());
+    // Once for the seed, once per neighbour.
+    assert_eq!(harness.query_all_by_label(&bar).count(), 3);
+    harness.get_by_label_contains("saved 1 chunk");
+    snapshot(&mut harness, "decisions");
+}
+
+#[test]
+fn raising_gamma_rejects_the_continuation_at_once() {
+    let library = tempfile::tempdir().unwrap();
+    let mut harness = asked_kayak(1, library.path());
+    let before = harness.state().report().unwrap().clone();
+    let accepted = score_labels(&before, Outcome::Accepted);
+    harness.get_by_label("✔ accepted");
+
+    // The accepted neighbour's S (0.620) falls below the seed's bar at γ = 0.9 (0.626).
+    let controls = Controls {
+        gamma: 0.9,
+        ..*harness.state().controls()
+    };
+    harness.state_mut().set_controls(controls);
+    assert!(!harness.state().is_busy(), "no new embedding was asked for");
+    harness.run_steps(2);
+
+    let after = harness.state().report().unwrap();
+    // The question's embedding and seeds were reused, not computed again.
+    assert!((after.timings.embed_ms - before.timings.embed_ms).abs() < f64::EPSILON);
+    assert!(harness.query_by_label("✔ accepted").is_none());
+    assert_eq!(harness.query_all_by_label("✖ rejected").count(), 2);
+    // The same neighbour, the same cosine and penalty; only the verdict moved.
+    harness.get_by_label(&accepted[0]);
+    harness.get_by_label(&accepted[1]);
+    snapshot(&mut harness, "gamma_raised");
+}
+
+#[test]
+fn a_new_k_embeds_again_on_the_worker() {
+    let library = tempfile::tempdir().unwrap();
+    let mut harness = asked_kayak(1, library.path());
+    let controls = Controls {
+        k: 3,
+        ..*harness.state().controls()
+    };
+    harness.state_mut().set_controls(controls);
+    assert!(harness.state().is_busy());
+    settle(&mut harness);
+    let report = harness.state().report().unwrap();
+    assert_eq!(report.k, 3);
+    assert_eq!(report.ledger.seeds.len(), 3);
+    harness.get_by_label("seed #3");
+}
+
+#[test]
+fn clicking_a_chunk_in_the_seam_map_opens_it_in_the_reader() {
+    let library = tempfile::tempdir().unwrap();
+    let mut harness = asked_kayak(1, library.path());
+    let index = scar_index::Index::open(example_index()).unwrap();
+    let rejected = harness
+        .state()
+        .report()
+        .unwrap()
+        .ledger
+        .neighbours()
+        .find(|n| n.outcome == Outcome::Rejected)
+        .and_then(|n| n.id)
+        .unwrap();
+    let chunk = index.chunk(rejected).unwrap();
+    let cell = format!("¶{}", chunk.ordinal);
+    let first_line = chunk.text.trim().lines().next().unwrap();
+    assert!(harness.query_by_label_contains(first_line).is_none());
+
+    harness
+        .get_by_role_and_label(egui::accesskit::Role::Button, &cell)
+        .click();
+    harness.run_steps(2);
+    harness.get_by_label_contains(first_line);
+    snapshot(&mut harness, "seam_map_reader");
+}
+
+#[test]
+fn enter_asks_the_question_in_the_box() {
+    let library = tempfile::tempdir().unwrap();
+    let picks = Picks {
+        folder: None,
+        save_path: None,
+    };
+    let mut app = ScarApp::new(Settings::default(), environment(library.path()), picks);
+    app.open_index(example_index());
+    let mut harness = harness(app);
+    settle(&mut harness);
+    assert!(harness.state().report().is_none());
+
+    let question = harness.get_by_role(egui::accesskit::Role::TextInput);
+    question.focus();
+    question.type_text(KAYAK);
+    harness.run_steps(1);
+    harness.key_press(Key::Enter);
+    settle(&mut harness);
+    assert_eq!(harness.state().report().unwrap().query, KAYAK);
+}
+
+#[test]
+fn the_ledger_exports_as_scar_search_json_prints_it() {
+    let library = tempfile::tempdir().unwrap();
+    let path = library.path().join("ledger.json");
+    let picks = Picks {
+        folder: None,
+        save_path: Some(path.clone()),
+    };
+    let mut app = ScarApp::new(Settings::default(), environment(library.path()), picks);
+    app.open_index(example_index());
+    app.ask(KAYAK);
+    let mut harness = harness(app);
+    settle(&mut harness);
+
+    harness.get_by_label("Export ledger…").click();
+    step_until(&mut harness, |_| path.exists());
+    harness.run_steps(2);
+    // Byte for byte what `scar search --json` prints for the same report.
+    let report = harness.state().report().unwrap();
+    let printed = serde_json::to_string_pretty(report).unwrap() + "\n";
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), printed);
+    assert_eq!(report.schema, scar_retrieve::SCHEMA_VERSION);
+}
+
+#[test]
+fn adding_a_folder_indexes_it_in_the_background_and_lists_unreadable_files() {
+    let library = tempfile::tempdir().unwrap();
+    let papers = library.path().join("papers");
+    std::fs::create_dir(&papers).unwrap();
+    let handbook = crate::common::workspace().join("assets/example/ferry-handbook.md");
+    std::fs::copy(handbook, papers.join("ferry-handbook.md")).unwrap();
+    std::fs::write(papers.join("broken.pdf"), b"%PDF-1.7 this is not a PDF").unwrap();
+    let picks = Picks {
+        folder: Some(papers.clone()),
+        save_path: None,
+    };
+    let app = ScarApp::new(
+        Settings::default(),
+        environment(&library.path().join("indexes")),
+        picks,
+    );
+    let mut harness = harness(app);
+    harness.run_steps(2);
+
+    harness.get_by_label("➕ Add folder…").click();
+    let mut saw_progress = false;
+    step_until(&mut harness, |harness| {
+        saw_progress |= harness.query_by_label("Cancel").is_some();
+        !harness.state().settings().library.is_empty() && !harness.state().is_busy()
+    });
+    assert!(saw_progress, "indexing showed no progress");
+    let entry = &harness.state().settings().library[0];
+    assert_eq!(entry.name(), "papers");
+    assert_eq!(entry.sources, [papers]);
+    assert_eq!(
+        harness.state().settings().current.as_ref(),
+        Some(&entry.dir)
+    );
+    harness.get_by_label("1 file not indexed");
+    harness.get_by_label_contains("broken.pdf: ");
+
+    harness.state_mut().ask(KAYAK);
+    settle(&mut harness);
+    let report = harness.state().report().unwrap();
+    assert!(
+        report
+            .chunks
+            .iter()
+            .all(|c| c.document.ends_with("ferry-handbook.md"))
+    );
+}

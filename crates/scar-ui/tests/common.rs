@@ -1,0 +1,121 @@
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use egui_kittest::Harness;
+use scar_embed::{EmbedOptions, Embedder, ModelLocator};
+use scar_index::{IndexOptions, index_paths};
+use scar_ui::{DeviceChoice, Environment, FileDialogs, ScarApp, Settings};
+
+pub const MODEL: &str = "all-MiniLM-L6-v2";
+/// Its evidence straddles chunks 3 and 4 of ferry-handbook.md.
+pub const KAYAK: &str = "What does it cost to take my kayak on the ferry?";
+
+pub fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+pub fn environment(library_dir: &Path) -> Environment {
+    Environment {
+        models_dir: workspace().join("models"),
+        model: MODEL.to_owned(),
+        device: DeviceChoice::Cpu,
+        library_dir: library_dir.to_owned(),
+    }
+}
+
+/// assets/example indexed once per checkout (incremental, so reruns are instant) into a folder
+/// named `example` (the name the library shows) under one named after the checkout, so that
+/// another checkout never shares it.
+pub fn example_index() -> &'static Path {
+    static INDEX: OnceLock<PathBuf> = OnceLock::new();
+    INDEX.get_or_init(|| {
+        let example = workspace().join("assets/example").canonicalize().unwrap();
+        let mut hasher = std::hash::DefaultHasher::new();
+        std::hash::Hash::hash(&example, &mut hasher);
+        let checkout = format!("scar-ui-{:016x}", std::hash::Hasher::finish(&hasher));
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(checkout)
+            .join("example");
+        let files = ModelLocator::from_env(workspace().join("models"))
+            .locate(MODEL)
+            .unwrap();
+        let options = EmbedOptions {
+            device: DeviceChoice::Cpu,
+            ..EmbedOptions::default()
+        };
+        let embedder = Embedder::load(&files, &options).unwrap();
+        let report = index_paths(
+            &dir,
+            &[example],
+            &embedder,
+            &IndexOptions::default(),
+            &mut |_| {},
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        assert!(report.is_complete(), "{report:?}");
+        dir
+    })
+}
+
+/// Dialogs that answer with fixed paths, as a user would pick them.
+pub struct Picks {
+    pub folder: Option<PathBuf>,
+    pub save_path: Option<PathBuf>,
+}
+
+impl FileDialogs for Picks {
+    fn pick_folder(&self, _title: &str) -> Option<PathBuf> {
+        self.folder.clone()
+    }
+
+    fn pick_save_path(&self, _file_name: &str) -> Option<PathBuf> {
+        self.save_path.clone()
+    }
+}
+
+/// The app in a window of the size `scar-app` opens.
+pub fn harness(app: ScarApp) -> Harness<'static, ScarApp> {
+    Harness::builder()
+        .with_size([1400.0, 900.0])
+        .build_ui_state(|ui, app: &mut ScarApp| app.ui(ui), app)
+}
+
+/// The app on the example index with k seeds, the kayak question asked and its evidence shown.
+pub fn asked_kayak(k: usize, library_dir: &Path) -> Harness<'static, ScarApp> {
+    let mut settings = Settings::default();
+    settings.controls.k = k;
+    let picks = Picks {
+        folder: None,
+        save_path: None,
+    };
+    let mut app = ScarApp::new(settings, environment(library_dir), picks);
+    app.open_index(example_index());
+    app.ask(KAYAK);
+    let mut harness = harness(app);
+    settle(&mut harness);
+    harness
+}
+
+/// Steps the UI until the workers have delivered everything it asked for.
+pub fn settle(harness: &mut Harness<'_, ScarApp>) {
+    harness.step();
+    step_until(harness, |harness| !harness.state().is_busy());
+    // Lay out what arrived (egui may take a second pass for new content).
+    harness.run_steps(3);
+}
+
+/// Steps the UI until `done`, which sees the harness after each step.
+pub fn step_until(
+    harness: &mut Harness<'_, ScarApp>,
+    mut done: impl FnMut(&Harness<'_, ScarApp>) -> bool,
+) {
+    let deadline = Instant::now() + Duration::from_mins(3);
+    while !done(harness) {
+        assert!(Instant::now() < deadline, "timed out");
+        std::thread::sleep(Duration::from_millis(20));
+        harness.step();
+    }
+}
