@@ -1,6 +1,7 @@
 //! The prompt built from a retrieved context, and the citations read back from an answer.
 
 use std::fmt::Write;
+use std::path::Path;
 
 use scar_core::ChunkId;
 use scar_retrieve::SearchReport;
@@ -49,10 +50,15 @@ impl Prompt {
             } else {
                 format!(" ({})", chunk.heading_path)
             };
+            // The file name is enough for the model and for the reader; the full path stays in
+            // `sources`.
+            let name = Path::new(&chunk.document)
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or(&chunk.document);
             let _ = write!(
                 user,
-                "\n[{number}] {}{heading}\n{}\n",
-                chunk.document,
+                "\n[{number}] {name}{heading}\n{}\n",
                 chunk.text.trim()
             );
             sources.push(Source {
