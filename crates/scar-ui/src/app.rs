@@ -10,6 +10,7 @@ use scar_index::{IndexProgress, IndexReport};
 use scar_policy::{Options, Policy};
 use scar_retrieve::{Prepared, Retriever, SearchReport};
 
+use crate::answer::Answering;
 use crate::worker::{Event, Pick, Wish, Worker};
 use crate::{Controls, Environment, FileDialogs, LibraryEntry, Result, Settings, UiError};
 
@@ -27,9 +28,13 @@ pub struct ScarApp {
     /// A question is being embedded; one at a time.
     pub(crate) preparing: bool,
     prepare_failed: Option<Wish>,
-    /// The asked question's evidence. Generated answers (scar-answer) will be kept beside it,
-    /// as their own field: the evidence stays what the policy decided.
+    /// The asked question's evidence.
     pub(crate) evidence: Option<Evidence>,
+    /// An answer generated from `evidence.report`, kept beside it so that the evidence stays
+    /// what the policy decided; cleared whenever the report changes.
+    pub(crate) answer: Option<Answering>,
+    /// Answers started so far, numbering them.
+    pub(crate) answers_started: u64,
     pub(crate) indexing: Option<Indexing>,
     pub(crate) last_indexing: Option<(PathBuf, IndexReport)>,
     pub(crate) error: Option<UiError>,
@@ -89,6 +94,8 @@ impl ScarApp {
             preparing: false,
             prepare_failed: None,
             evidence: None,
+            answer: None,
+            answers_started: 0,
             indexing: None,
             last_indexing: None,
             error: None,
@@ -125,6 +132,7 @@ impl ScarApp {
     pub fn ask(&mut self, question: impl Into<String>) {
         self.settings.question = question.into();
         self.asked = Some(self.settings.question.trim().to_owned());
+        self.clear_answer();
         self.prepare_failed = None;
         self.error = None;
     }
@@ -157,7 +165,7 @@ impl ScarApp {
     }
 
     /// True while an index is opening or indexing, a question is being embedded, or one of
-    /// these is about to start.
+    /// these is about to start. Answering is not counted: see [`ScarApp::is_answering`].
     #[must_use]
     pub fn is_busy(&self) -> bool {
         self.opening.is_some()
@@ -190,7 +198,9 @@ impl ScarApp {
         egui::Panel::right("controls")
             .default_size(240.0)
             .show(ui, |ui| self.controls_ui(ui));
-        // The answer (scar-answer) gets its own panel between the question and the evidence.
+        if self.evidence.is_some() {
+            egui::Panel::top("answer").show(ui, |ui| self.answer_ui(ui));
+        }
         egui::CentralPanel::default().show(ui, |ui| self.evidence_ui(ui));
     }
 
@@ -210,6 +220,8 @@ impl ScarApp {
                     sources,
                     result,
                 } => self.indexed(dir, sources, result),
+                Event::AnswerText { id, piece } => self.answer_text(id, &piece),
+                Event::Answered { id, result } => self.answered(id, result),
                 Event::Picked(Pick::FolderToIndex, folder) => self.index_folder(ctx, &folder),
                 Event::Picked(Pick::ExistingIndex, dir) => self.open_index(dir),
                 Event::Picked(Pick::ExportPath, path) => {
@@ -229,6 +241,7 @@ impl ScarApp {
             Ok(retriever) => {
                 self.retriever = Some(retriever);
                 self.evidence = None;
+                self.clear_answer();
                 self.document = None;
                 self.selected = None;
             }
@@ -258,6 +271,7 @@ impl ScarApp {
                     self.selected = Some(seed.id);
                 }
                 self.evidence = Some(evidence);
+                self.clear_answer();
             }
             Err(error) => {
                 self.prepare_failed = Some(wish);
@@ -281,6 +295,7 @@ impl ScarApp {
             Ok(report) => {
                 evidence.report = report;
                 self.error = None;
+                self.clear_answer();
             }
             Err(error) => self.error = Some(error),
         }
@@ -305,6 +320,7 @@ impl ScarApp {
                 {
                     self.retriever = None;
                     self.evidence = None;
+                    self.clear_answer();
                 }
                 self.select_index(dir.clone());
                 self.last_indexing = Some((dir, report));
@@ -488,7 +504,14 @@ impl ScarApp {
         );
         ui.separator();
         if let Some(id) = crate::decisions::decisions_ui(ui, index, &evidence.report) {
-            self.document = Some(index.position(id).document);
+            self.select_chunk(id);
+        }
+    }
+
+    /// Shows chunk `id` in the seam map and opens it in the reader.
+    pub(crate) fn select_chunk(&mut self, id: ChunkId) {
+        if let Some(retriever) = &self.retriever {
+            self.document = Some(retriever.index().position(id).document);
             self.selected = Some(id);
         }
     }

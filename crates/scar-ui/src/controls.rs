@@ -1,4 +1,5 @@
-//! The controls panel: policy, its parameters, k and the first stage, and the ledger export.
+//! The controls panel: policy, its parameters, k and the first stage, the ledger export, and
+//! the chat model that answers.
 
 use scar_retrieve::FirstStage;
 
@@ -37,6 +38,21 @@ impl ScarApp {
         {
             self.pick(ui.ctx(), Pick::ExportPath);
         }
+        ui.separator();
+        ui.strong("Answer");
+        ui.label("chat model");
+        ui.add(
+            egui::TextEdit::singleline(&mut self.settings.answer.model)
+                .desired_width(f32::INFINITY),
+        )
+        .on_hover_text(
+            "A GGUF chat model: a known name, a .gguf file or folder, or org/repo:file.gguf",
+        );
+        ui.add(
+            egui::DragValue::new(&mut self.settings.answer.max_tokens)
+                .range(1..=4096)
+                .prefix("max tokens "),
+        );
     }
 }
 

@@ -1,3 +1,4 @@
+use scar_answer::AnswerError;
 use scar_embed::EmbedError;
 use scar_index::IndexError;
 use scar_retrieve::RetrieveError;
@@ -15,6 +16,9 @@ pub enum UiError {
     /// The embedding model could not be found or loaded.
     #[error(transparent)]
     Embed(Box<EmbedError>),
+    /// The chat model could not be found, loaded or run.
+    #[error(transparent)]
+    Answer(Box<AnswerError>),
     /// The controls describe an invalid policy.
     #[error(transparent)]
     Policy(#[from] scar_policy::PolicyError),
@@ -44,6 +48,12 @@ impl From<IndexError> for UiError {
 impl From<EmbedError> for UiError {
     fn from(error: EmbedError) -> Self {
         Self::Embed(Box::new(error))
+    }
+}
+
+impl From<AnswerError> for UiError {
+    fn from(error: AnswerError) -> Self {
+        Self::Answer(Box::new(error))
     }
 }
 

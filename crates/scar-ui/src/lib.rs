@@ -1,11 +1,12 @@
 //! The SCAR desktop app's UI: a library of indexes, a question box, every expansion decision
-//! with its scores, live policy controls and a seam map of each document.
+//! with its scores, live policy controls, a seam map of each document, and an answer streamed
+//! from a local chat model whose `[n]` citations open their chunks.
 //!
 //! This crate depends on egui only; a window (the `scar-app` binary, with eframe) hosts it and
 //! supplies native file dialogs through [`FileDialogs`]. Slow work (loading a model, embedding
-//! a question, indexing a folder, a dialog) runs on worker threads that report back through a
-//! channel and wake the UI with `request_repaint`, so the window never blocks. Moving a policy
-//! control re-runs the policy on the question's cached seeds and embeddings
+//! a question, answering it, indexing a folder, a dialog) runs on worker threads that report
+//! back through a channel and wake the UI with `request_repaint`, so the window never blocks.
+//! Moving a policy control re-runs the policy on the question's cached seeds and embeddings
 //! ([`scar_retrieve::Retriever::expand`]), which takes microseconds.
 //!
 //! ```no_run
@@ -28,6 +29,7 @@
 //! # });
 //! ```
 
+mod answer;
 mod app;
 mod controls;
 mod decisions;
@@ -43,7 +45,7 @@ pub use scar_embed::DeviceChoice;
 
 pub use app::ScarApp;
 pub use error::{Result, UiError};
-pub use settings::{Controls, LibraryEntry, PolicyKind, Settings};
+pub use settings::{AnswerSettings, Controls, LibraryEntry, PolicyKind, Settings};
 
 /// Where the app finds models and keeps the indexes it creates; not persisted, the host
 /// decides.

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use scar_answer::DEFAULT_LLM;
 use scar_policy::{Options, Policy, PolicyError};
 use scar_retrieve::FirstStage;
 use serde::{Deserialize, Serialize};
@@ -19,6 +20,28 @@ pub struct Settings {
     pub question: String,
     /// Policy, first stage and their parameters.
     pub controls: Controls,
+    /// The chat model that answers from the context, and how long it may talk.
+    pub answer: AnswerSettings,
+}
+
+/// How answers are generated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AnswerSettings {
+    /// A GGUF chat model: a known name, a file or folder, or `org/repo:file.gguf`.
+    pub model: String,
+    /// Most tokens an answer may take.
+    pub max_tokens: usize,
+}
+
+/// [`DEFAULT_LLM`] and 256 tokens, as `scar ask` defaults to.
+impl Default for AnswerSettings {
+    fn default() -> Self {
+        Self {
+            model: DEFAULT_LLM.to_owned(),
+            max_tokens: scar_answer::GenerationParams::default().max_tokens,
+        }
+    }
 }
 
 /// One index in the library.
@@ -143,6 +166,8 @@ mod tests {
         assert!((settings.controls.gamma - 0.7).abs() < f32::EPSILON);
         assert_eq!(settings.controls.k, Controls::default().k);
         assert!(settings.library.is_empty());
+        assert_eq!(settings.answer.model, DEFAULT_LLM);
+        assert_eq!(settings.answer.max_tokens, 256);
     }
 
     #[test]

@@ -1,16 +1,18 @@
-//! Work that must not block the UI: opening an index, preparing a question, indexing a folder,
-//! and native file dialogs. Each runs on a named thread and reports back through one channel,
+//! Work that must not block the UI: opening an index, preparing a question, answering it,
+//! indexing a folder, and native file dialogs. Each runs on a named thread and reports back through one channel,
 //! waking the UI with `request_repaint`.
 
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread;
 
+use scar_answer::{Answer, GenerationParams, LlmLocator, LoadOptions, LocalModel};
 use scar_embed::{EmbedOptions, Embedder, ModelLocator};
 use scar_index::{Index, IndexOptions, IndexProgress, IndexReport, index_paths};
-use scar_retrieve::{FirstStage, Prepared, Retriever};
+use scar_retrieve::{FirstStage, Prepared, Retriever, SearchReport};
 
 use crate::{Environment, FileDialogs, UiError};
 
@@ -40,6 +42,24 @@ pub(crate) enum Event {
         result: Result<IndexReport, UiError>,
     },
     Picked(Pick, PathBuf),
+    /// A piece of answer `id`'s text, as the model produced it.
+    AnswerText {
+        id: u64,
+        piece: String,
+    },
+    Answered {
+        id: u64,
+        result: Result<Answer, UiError>,
+    },
+}
+
+/// A question for the answer thread: answer `report` with `model`.
+pub(crate) struct AnswerJob {
+    pub id: u64,
+    pub model: String,
+    pub report: SearchReport,
+    pub params: GenerationParams,
+    pub cancel: Arc<AtomicBool>,
 }
 
 /// What a file dialog is for.
@@ -74,6 +94,7 @@ impl Reply {
 /// The UI's handle on its background threads.
 pub(crate) struct Worker {
     jobs: Sender<(Job, Reply)>,
+    answers: Sender<(AnswerJob, Reply)>,
     events: Receiver<Event>,
     sender: Sender<Event>,
     environment: Arc<Environment>,
@@ -91,8 +112,20 @@ impl Worker {
                 reply.send(run(job, &shared));
             }
         });
+        let (answers, questions) = channel::<(AnswerJob, Reply)>();
+        let shared = Arc::clone(&environment);
+        spawn("scar-answerer", move || {
+            // The chat model, loaded on the first question and kept for the next ones.
+            let mut loaded: Option<(String, LocalModel)> = None;
+            for (job, reply) in questions {
+                let id = job.id;
+                let result = answer(&job, &shared, &mut loaded, &reply);
+                reply.send(Event::Answered { id, result });
+            }
+        });
         Self {
             jobs,
+            answers,
             events,
             sender,
             environment,
@@ -115,6 +148,12 @@ impl Worker {
 
     pub fn prepare(&self, ctx: &egui::Context, retriever: Arc<Retriever>, wish: Wish) {
         self.submit(ctx, Job::Prepare(retriever, wish));
+    }
+
+    /// Answers from a report on the answer thread, streaming its text back.
+    pub fn answer(&self, ctx: &egui::Context, job: AnswerJob) {
+        // As for `submit`: the thread outlives the sender unless it panicked.
+        let _ = self.answers.send((job, self.reply(ctx)));
     }
 
     fn submit(&self, ctx: &egui::Context, job: Job) {
@@ -188,6 +227,40 @@ fn run(job: Job, environment: &Environment) -> Event {
             Event::Prepared { wish, result }
         }
     }
+}
+
+/// Loads `job.model` unless it is the one loaded, then generates, sending each piece of text
+/// as it comes and stopping once `job.cancel` is set.
+fn answer(
+    job: &AnswerJob,
+    environment: &Environment,
+    loaded: &mut Option<(String, LocalModel)>,
+    reply: &Reply,
+) -> Result<Answer, UiError> {
+    if loaded.as_ref().is_none_or(|(name, _)| *name != job.model) {
+        // Free the old model before loading the next.
+        *loaded = None;
+        let path = LlmLocator::from_env(&environment.models_dir).locate(&job.model)?;
+        let options = LoadOptions {
+            device: environment.device,
+            requantize: true,
+        };
+        *loaded = Some((job.model.clone(), LocalModel::load(&path, &options)?));
+    }
+    let Some((_, model)) = loaded.as_mut() else {
+        unreachable!("the model was loaded above");
+    };
+    let answer = Answer::generate(model, &job.report, &job.params, &mut |piece| {
+        if job.cancel.load(Ordering::Relaxed) {
+            return ControlFlow::Break(());
+        }
+        reply.send(Event::AnswerText {
+            id: job.id,
+            piece: piece.to_owned(),
+        });
+        ControlFlow::Continue(())
+    })?;
+    Ok(answer)
 }
 
 /// Indexes with the model the index was built with, or the environment's model for a new one.

@@ -144,7 +144,11 @@ fn enter_asks_the_question_in_the_box() {
     settle(&mut harness);
     assert!(harness.state().report().is_none());
 
-    let question = harness.get_by_role(egui::accesskit::Role::TextInput);
+    // The question box comes first; the chat model's name is the other text field.
+    let question = harness
+        .query_all_by_role(egui::accesskit::Role::TextInput)
+        .next()
+        .unwrap();
     question.focus();
     question.type_text(KAYAK);
     harness.run_steps(1);
@@ -223,4 +227,88 @@ fn adding_a_folder_indexes_it_in_the_background_and_lists_unreadable_files() {
             .iter()
             .all(|c| c.document.ends_with("ferry-handbook.md"))
     );
+}
+
+#[test]
+fn answering_streams_text_whose_citations_open_their_chunks() {
+    let library = tempfile::tempdir().unwrap();
+    let mut harness = asked_kayak(1, library.path());
+    assert!(harness.query_by_label_contains("prompt ").is_none());
+
+    harness
+        .get_by_role_and_label(egui::accesskit::Role::Button, "Answer")
+        .click();
+    harness.run_steps(2);
+    assert!(harness.state().is_answering());
+    harness.get_by_label("Stop");
+    step_until(&mut harness, |harness| !harness.state().is_answering());
+    harness.run_steps(3);
+
+    let answer = harness.state().answer().unwrap().clone();
+    assert!(answer.generation.generated_tokens > 0);
+    assert!(!answer.generation.text.trim().is_empty());
+    let prompt_tokens = answer.generation.prompt_tokens.unwrap();
+    assert!(prompt_tokens > 0);
+    harness.get_by_label_contains(&format!("prompt {prompt_tokens} tokens"));
+    harness.get_by_label_contains(&answer.model);
+    // The text before the first citation shows as it came.
+    let opening = answer.generation.text.split('[').next().unwrap().trim();
+    if let Some(line) = opening.lines().next().filter(|line| !line.is_empty()) {
+        harness.get_by_label_contains(line);
+    }
+
+    if let Some(source) = answer.citations.cited.first() {
+        // Open another chunk first, so that the citation has somewhere to move the reader.
+        let other = u32::from(source.ordinal == 0);
+        harness
+            .get_by_role_and_label(egui::accesskit::Role::Button, &format!("¶{other}"))
+            .click();
+        harness.run_steps(2);
+        assert_ne!(harness.state().selected_chunk(), Some(source.chunk));
+        harness
+            .query_all_by_label(&format!("[{}]", source.number))
+            .next()
+            .unwrap()
+            .click();
+        harness.run_steps(2);
+        assert_eq!(harness.state().selected_chunk(), Some(source.chunk));
+    }
+
+    // The answer belongs to the report it came from: a new verdict clears it.
+    let controls = Controls {
+        gamma: 0.9,
+        ..*harness.state().controls()
+    };
+    harness.state_mut().set_controls(controls);
+    harness.run_steps(2);
+    assert!(harness.state().answer().is_none());
+    assert!(harness.query_by_label_contains("prompt ").is_none());
+}
+
+#[test]
+fn a_missing_chat_model_is_reported_in_the_answer_panel() {
+    let library = tempfile::tempdir().unwrap();
+    let mut settings = Settings::default();
+    settings.answer.model = library
+        .path()
+        .join("no-such-model.gguf")
+        .display()
+        .to_string();
+    let picks = Picks {
+        folder: None,
+        save_path: None,
+    };
+    let mut app = ScarApp::new(settings, environment(library.path()), picks);
+    app.open_index(example_index());
+    app.ask(KAYAK);
+    let mut harness = harness(app);
+    settle(&mut harness);
+    harness
+        .get_by_role_and_label(egui::accesskit::Role::Button, "Answer")
+        .click();
+    harness.run_steps(1);
+    step_until(&mut harness, |harness| !harness.state().is_answering());
+    harness.run_steps(2);
+    assert!(harness.state().answer().is_none());
+    harness.get_by_label_contains("⚠ ");
 }

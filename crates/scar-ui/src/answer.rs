@@ -1,0 +1,296 @@
+//! The answer panel: an answer streamed from the chat model on the asked question's context,
+//! its `[n]` citations as links to their chunks, and what the generation cost.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use scar_answer::{Answer, GenerationParams, Prompt, Source, StopReason};
+use scar_core::ChunkId;
+
+use crate::worker::AnswerJob;
+use crate::{ScarApp, UiError, file_name};
+
+/// An answer to the report shown, from the click on "Answer" until it is replaced or cleared.
+pub(crate) struct Answering {
+    /// Tells this answer's events from those of an answer cleared before it.
+    id: u64,
+    /// The model asked, as the settings named it.
+    model: String,
+    /// The sources `[n]` refers to, numbered as the prompt numbers them.
+    sources: Vec<Source>,
+    /// The text so far.
+    text: String,
+    /// Set by Stop, or when the answer is cleared while it runs.
+    cancel: Arc<AtomicBool>,
+    /// `None` while generating.
+    outcome: Option<Result<Answer, UiError>>,
+}
+
+impl Answering {
+    fn is_running(&self) -> bool {
+        self.outcome.is_none()
+    }
+}
+
+/// A piece of answer text: plain, or one `[n]` citation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Piece<'a> {
+    Text(&'a str),
+    Cite(usize),
+}
+
+/// Splits `text` at its citations: `[2]`, `[1, 3]` (one piece per number); brackets holding
+/// anything but numbers stay text.
+fn pieces(text: &str) -> Vec<Piece<'_>> {
+    let mut pieces = Vec::new();
+    let mut rest = text;
+    let mut plain = 0;
+    while let Some(open) = rest[plain..].find('[').map(|i| plain + i) {
+        let Some(close) = rest[open..].find(']').map(|i| open + i) else {
+            break;
+        };
+        let numbers: Option<Vec<usize>> = rest[open + 1..close]
+            .split(',')
+            .map(|part| part.trim().parse().ok())
+            .collect();
+        match numbers {
+            Some(numbers) => {
+                if open > 0 {
+                    pieces.push(Piece::Text(&rest[..open]));
+                }
+                pieces.extend(numbers.into_iter().map(Piece::Cite));
+                rest = &rest[close + 1..];
+                plain = 0;
+            }
+            None => plain = open + 1,
+        }
+    }
+    if !rest.is_empty() {
+        pieces.push(Piece::Text(rest));
+    }
+    pieces
+}
+
+/// One line: prompt size, answer length, why it stopped, speed and model.
+fn summary(answer: &Answer) -> String {
+    let generation = &answer.generation;
+    let prompt = generation.prompt_tokens.map_or_else(
+        || "prompt size unknown".to_owned(),
+        |tokens| format!("prompt {tokens} tokens"),
+    );
+    let stop = match generation.stop {
+        StopReason::EndOfTurn => "end of turn",
+        StopReason::MaxTokens => "max tokens reached",
+        StopReason::Cancelled => "stopped",
+    };
+    format!(
+        "{prompt} · answer {} tokens ({stop}) · first token {:.1} s · {:.1} tokens/s · {}",
+        generation.generated_tokens,
+        generation.first_token_seconds,
+        generation.tokens_per_second(),
+        answer.model
+    )
+}
+
+impl ScarApp {
+    /// True while an answer is being generated.
+    #[must_use]
+    pub fn is_answering(&self) -> bool {
+        self.answer.as_ref().is_some_and(Answering::is_running)
+    }
+
+    /// The finished answer to the evidence shown, if one was generated and not cleared.
+    #[must_use]
+    pub fn answer(&self) -> Option<&Answer> {
+        self.answer.as_ref()?.outcome.as_ref()?.as_ref().ok()
+    }
+
+    /// The chunk open in the reader.
+    #[must_use]
+    pub fn selected_chunk(&self) -> Option<ChunkId> {
+        self.selected
+    }
+
+    /// Starts answering the asked question from the evidence shown, on the answer thread.
+    pub fn start_answer(&mut self, ctx: &egui::Context) {
+        self.clear_answer();
+        let Some(evidence) = &self.evidence else {
+            return;
+        };
+        self.answers_started += 1;
+        let id = self.answers_started;
+        let model = self.settings.answer.model.trim().to_owned();
+        let cancel = Arc::new(AtomicBool::new(false));
+        self.worker.answer(
+            ctx,
+            AnswerJob {
+                id,
+                model: model.clone(),
+                report: evidence.report.clone(),
+                params: GenerationParams {
+                    max_tokens: self.settings.answer.max_tokens,
+                    ..GenerationParams::default()
+                },
+                cancel: Arc::clone(&cancel),
+            },
+        );
+        self.answer = Some(Answering {
+            id,
+            model,
+            sources: Prompt::from_report(&evidence.report).sources,
+            text: String::new(),
+            cancel,
+            outcome: None,
+        });
+    }
+
+    /// Drops the answer (it no longer matches the evidence), stopping it if it runs.
+    pub(crate) fn clear_answer(&mut self) {
+        if let Some(answering) = self.answer.take() {
+            answering.cancel.store(true, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn answer_text(&mut self, id: u64, piece: &str) {
+        if let Some(answering) = self.answer.as_mut().filter(|a| a.id == id) {
+            answering.text.push_str(piece);
+        }
+    }
+
+    pub(crate) fn answered(&mut self, id: u64, result: Result<Answer, UiError>) {
+        if let Some(answering) = self.answer.as_mut().filter(|a| a.id == id) {
+            if let Ok(answer) = &result {
+                // Whole, including a piece that arrived as Stop was pressed.
+                answering.text.clone_from(&answer.generation.text);
+            }
+            answering.outcome = Some(result);
+        }
+    }
+
+    pub(crate) fn answer_ui(&mut self, ui: &mut egui::Ui) {
+        ui.add_space(4.0);
+        let mut start = false;
+        let mut select = None;
+        ui.horizontal(|ui| {
+            let running = self.is_answering();
+            if ui
+                .add_enabled(!running, egui::Button::new("Answer"))
+                .on_hover_text(format!(
+                    "Answer the question from this context with {}",
+                    self.settings.answer.model
+                ))
+                .clicked()
+            {
+                start = true;
+            }
+            if let Some(answering) = self.answer.as_ref().filter(|a| a.is_running()) {
+                if ui.button("Stop").clicked() {
+                    answering.cancel.store(true, Ordering::Relaxed);
+                }
+                ui.spinner();
+                ui.weak(if answering.text.is_empty() {
+                    format!("Loading {} and reading the prompt…", answering.model)
+                } else {
+                    format!("{} is answering…", answering.model)
+                });
+            } else if self.answer.is_none() {
+                ui.weak("Generate an answer from the context below, citing its chunks as [n].");
+            }
+        });
+        if let Some(answering) = &self.answer {
+            egui::ScrollArea::vertical()
+                .max_height(220.0)
+                .auto_shrink([false, true])
+                .stick_to_bottom(true)
+                .show(ui, |ui| {
+                    select = text_ui(ui, &answering.text, &answering.sources);
+                });
+            match &answering.outcome {
+                Some(Ok(answer)) => {
+                    ui.weak(summary(answer));
+                }
+                Some(Err(error)) => {
+                    ui.colored_label(ui.visuals().error_fg_color, format!("⚠ {error}"));
+                }
+                None => {}
+            }
+        }
+        ui.add_space(4.0);
+        if start {
+            self.start_answer(ui.ctx());
+        }
+        if let Some(id) = select {
+            self.select_chunk(id);
+        }
+    }
+}
+
+/// The answer's text with each citation as a link; returns the chunk of the one clicked.
+fn text_ui(ui: &mut egui::Ui, text: &str, sources: &[Source]) -> Option<ChunkId> {
+    let mut clicked = None;
+    ui.horizontal_wrapped(|ui| {
+        ui.spacing_mut().item_spacing.x = 0.0;
+        for piece in pieces(text) {
+            match piece {
+                Piece::Text(text) => {
+                    ui.label(text);
+                }
+                Piece::Cite(number) => match sources.get(number.wrapping_sub(1)) {
+                    Some(source) => {
+                        let hover = format!(
+                            "{} ¶{}: open it in the reader",
+                            file_name(std::path::Path::new(&source.document)),
+                            source.ordinal
+                        );
+                        if ui
+                            .link(format!("[{number}]"))
+                            .on_hover_text(hover)
+                            .clicked()
+                        {
+                            clicked = Some(source.chunk);
+                        }
+                    }
+                    None => {
+                        ui.colored_label(ui.visuals().warn_fg_color, format!("[{number}]"))
+                            .on_hover_text("No source carries this number");
+                    }
+                },
+            }
+        }
+    });
+    clicked
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn citations_split_out_of_the_text() {
+        assert_eq!(
+            pieces("Fees apply [2]. Kayaks [1, 3][4]."),
+            vec![
+                Piece::Text("Fees apply "),
+                Piece::Cite(2),
+                Piece::Text(". Kayaks "),
+                Piece::Cite(1),
+                Piece::Cite(3),
+                Piece::Cite(4),
+                Piece::Text("."),
+            ]
+        );
+    }
+
+    #[test]
+    fn brackets_without_numbers_stay_text() {
+        assert_eq!(
+            pieces("see [a] and [2"),
+            vec![Piece::Text("see [a] and [2")]
+        );
+        assert_eq!(
+            pieces("[x] [[1]]"),
+            vec![Piece::Text("[x] ["), Piece::Cite(1), Piece::Text("]")]
+        );
+        assert!(pieces("").is_empty());
+    }
+}
