@@ -54,7 +54,7 @@ impl Prompt {
             // `sources`.
             let name = Path::new(&chunk.document)
                 .file_name()
-                .and_then(|n| n.to_str())
+                .and_then(std::ffi::OsStr::to_str)
                 .unwrap_or(&chunk.document);
             let _ = write!(
                 user,
