@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 pub use error::{AnswerError, Result};
 pub use local::{LoadOptions, LocalModel};
 pub use locate::{DEFAULT_LLM, KNOWN_LLMS, KnownLlm, LlmLocator};
-pub use prompt::{Citations, Prompt, Source};
+pub use prompt::{AnswerPiece, Citations, Prompt, Source, answer_pieces};
 pub use remote::{RemoteModel, RemoteOptions};
 pub use template::ChatTemplate;
 
@@ -155,5 +155,24 @@ impl Answer {
             generation,
             citations,
         })
+    }
+
+    /// One line for a person: `prompt` (the caller's account of the prompt's size), then the
+    /// answer's length, why it stopped, its speed and the model.
+    #[must_use]
+    pub fn summary(&self, prompt: &str) -> String {
+        let generation = &self.generation;
+        let stop = match generation.stop {
+            StopReason::EndOfTurn => "end of turn",
+            StopReason::MaxTokens => "max tokens reached",
+            StopReason::Cancelled => "cancelled",
+        };
+        format!(
+            "{prompt} · answer {} tokens ({stop}) · first token {:.1} s · {:.1} tokens/s · {}",
+            generation.generated_tokens,
+            generation.first_token_seconds,
+            generation.tokens_per_second(),
+            self.model
+        )
     }
 }

@@ -103,24 +103,57 @@ pub struct Citations {
     pub unknown: Vec<usize>,
 }
 
-/// Every number inside square brackets: `[3]`, `[1, 2]`, `[1][4]`.
-fn cited_numbers(text: &str) -> Vec<usize> {
-    let mut numbers = Vec::new();
+/// A stretch of answer text: plain, or one `[n]` citation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerPiece<'a> {
+    /// Text as the model wrote it.
+    Text(&'a str),
+    /// A cited source number.
+    Cite(usize),
+}
+
+/// Splits an answer at its citations: `[2]`, `[1, 3]` (one piece per number), `[1][4]`.
+/// Brackets holding anything but numbers stay text.
+#[must_use]
+pub fn answer_pieces(text: &str) -> Vec<AnswerPiece<'_>> {
+    let mut pieces = Vec::new();
     let mut rest = text;
-    while let Some(open) = rest.find('[') {
-        rest = &rest[open + 1..];
-        let Some(close) = rest.find(']') else { break };
-        let inside = &rest[..close];
-        let parsed: Option<Vec<usize>> = inside
+    let mut plain = 0;
+    while let Some(open) = rest[plain..].find('[').map(|i| plain + i) {
+        let Some(close) = rest[open..].find(']').map(|i| open + i) else {
+            break;
+        };
+        let numbers: Option<Vec<usize>> = rest[open + 1..close]
             .split(',')
             .map(|part| part.trim().parse().ok())
             .collect();
-        if let Some(parsed) = parsed {
-            numbers.extend(parsed);
-            rest = &rest[close + 1..];
+        match numbers {
+            Some(numbers) => {
+                if open > 0 {
+                    pieces.push(AnswerPiece::Text(&rest[..open]));
+                }
+                pieces.extend(numbers.into_iter().map(AnswerPiece::Cite));
+                rest = &rest[close + 1..];
+                plain = 0;
+            }
+            None => plain = open + 1,
         }
     }
-    numbers
+    if !rest.is_empty() {
+        pieces.push(AnswerPiece::Text(rest));
+    }
+    pieces
+}
+
+/// Every number cited, in order.
+fn cited_numbers(text: &str) -> Vec<usize> {
+    answer_pieces(text)
+        .into_iter()
+        .filter_map(|piece| match piece {
+            AnswerPiece::Cite(number) => Some(number),
+            AnswerPiece::Text(_) => None,
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -160,5 +193,38 @@ mod tests {
         assert_eq!(cited, vec![2, 3]);
         assert_eq!(citations.cited[0].chunk, ChunkId(12));
         assert_eq!(citations.unknown, vec![7, 0]);
+    }
+
+    #[test]
+    fn citations_split_out_of_the_text() {
+        assert_eq!(
+            answer_pieces("Fees apply [2]. Kayaks [1, 3][4]."),
+            vec![
+                AnswerPiece::Text("Fees apply "),
+                AnswerPiece::Cite(2),
+                AnswerPiece::Text(". Kayaks "),
+                AnswerPiece::Cite(1),
+                AnswerPiece::Cite(3),
+                AnswerPiece::Cite(4),
+                AnswerPiece::Text("."),
+            ]
+        );
+    }
+
+    #[test]
+    fn brackets_without_numbers_stay_text() {
+        assert_eq!(
+            answer_pieces("see [a] and [2"),
+            vec![AnswerPiece::Text("see [a] and [2")]
+        );
+        assert_eq!(
+            answer_pieces("[x] [[1]]"),
+            vec![
+                AnswerPiece::Text("[x] ["),
+                AnswerPiece::Cite(1),
+                AnswerPiece::Text("]")
+            ]
+        );
+        assert!(answer_pieces("").is_empty());
     }
 }

@@ -8,7 +8,7 @@ use anyhow::Result;
 use console::style;
 use scar_answer::{
     Answer, GenerationParams, Generator, LlmLocator, LoadOptions, LocalModel, Prompt, RemoteModel,
-    RemoteOptions, StopReason,
+    RemoteOptions,
 };
 use scar_embed::ModelLocator;
 use scar_policy::{Options, Policy};
@@ -119,8 +119,7 @@ fn print_sources(answer: &Answer) {
 
 /// One line: prompt size against static ±1's, answer length, why it stopped, speed.
 fn summary(answer: &Answer, baseline_prompt_tokens: Option<usize>) -> String {
-    let generation = &answer.generation;
-    let prompt = match (generation.prompt_tokens, baseline_prompt_tokens) {
+    let prompt = match (answer.generation.prompt_tokens, baseline_prompt_tokens) {
         (Some(ours), Some(theirs)) if theirs > 0 => format!(
             "prompt {ours} tokens (static ±1: {theirs}, {:+.0}%)",
             (ours as f64 / theirs as f64 - 1.0) * 100.0
@@ -128,16 +127,5 @@ fn summary(answer: &Answer, baseline_prompt_tokens: Option<usize>) -> String {
         (Some(ours), _) => format!("prompt {ours} tokens"),
         (None, _) => "prompt size not reported by the server".to_owned(),
     };
-    let stop = match generation.stop {
-        StopReason::EndOfTurn => "end of turn",
-        StopReason::MaxTokens => "max tokens reached",
-        StopReason::Cancelled => "cancelled",
-    };
-    format!(
-        "{prompt} · answer {} tokens ({stop}) · first token {:.1} s · {:.1} tokens/s · {}",
-        generation.generated_tokens,
-        generation.first_token_seconds,
-        generation.tokens_per_second(),
-        answer.model
-    )
+    answer.summary(&prompt)
 }

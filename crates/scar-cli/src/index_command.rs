@@ -10,7 +10,8 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use scar_embed::{EmbedOptions, Embedder, ModelLocator};
 use scar_index::{
-    ChunkUnit, ChunkerConfig, IndexOptions, IndexProgress, VectorEncoding, index_paths,
+    ChunkUnit, ChunkerConfig, HnswParams, HnswSetting, IndexOptions, IndexProgress, VectorEncoding,
+    index_paths,
 };
 
 use crate::settings::{Settings, Source};
@@ -36,12 +37,38 @@ pub struct IndexArgs {
     /// Store vectors as f16: half the disk, same search quality to ~3 decimals (new indexes)
     #[arg(long)]
     f16: bool,
+    #[command(flatten)]
+    hnsw: HnswFlags,
     /// Skip files larger than this many MiB
     #[arg(long, default_value_t = 50)]
     max_file_mib: u64,
     /// Print the report as JSON instead of text
     #[arg(long)]
     json: bool,
+}
+
+/// Whether this run builds or drops the HNSW graph.
+#[derive(Debug, clap::Args)]
+struct HnswFlags {
+    /// Build an HNSW graph for approximate dense search (fast at a million chunks; later runs
+    /// keep it current)
+    #[arg(long, conflicts_with = "no_hnsw")]
+    hnsw: bool,
+    /// Delete the HNSW graph: dense search is exact again
+    #[arg(long)]
+    no_hnsw: bool,
+}
+
+impl HnswFlags {
+    fn setting(&self) -> HnswSetting {
+        if self.hnsw {
+            HnswSetting::Build(HnswParams::default())
+        } else if self.no_hnsw {
+            HnswSetting::Remove
+        } else {
+            HnswSetting::Keep
+        }
+    }
 }
 
 #[allow(clippy::too_many_lines)] // set-up, run, report: one screen each
@@ -84,6 +111,7 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
         load: scar_index::load::LoadOptions {
             max_file_bytes: args.max_file_mib * 1024 * 1024,
         },
+        hnsw: args.hnsw.setting(),
         ..IndexOptions::default()
     };
 
@@ -143,6 +171,12 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
                 ""
             },
         );
+        if report.hnsw_rows_linked > 0 {
+            println!(
+                "{} chunks linked into the HNSW graph",
+                report.hnsw_rows_linked
+            );
+        }
         if report.truncated > 0 {
             println!(
                 "{} chunks were longer than the model's limit and were truncated for embedding",
@@ -181,29 +215,9 @@ pub(crate) fn progress_bar(hidden: bool, template: &str) -> ProgressBar {
     bar
 }
 
-/// Shows an indexing run's files, chunks, throughput and time left.
+/// Shows an indexing run's progress, in thousandths.
 pub(crate) fn show_progress(bar: &ProgressBar, progress: &IndexProgress) {
-    bar.set_length(progress.bytes_total.max(1));
-    bar.set_position(progress.bytes_done);
-    let eta = progress
-        .eta()
-        .map_or_else(String::new, |eta| format!(", ETA {}", humanize(eta)));
-    bar.set_message(format!(
-        "{}/{} files, {} chunks, {:.0} tokens/s{eta}",
-        progress.files_done,
-        progress.files_total,
-        progress.chunks,
-        progress.tokens_per_second(),
-    ));
-}
-
-fn humanize(duration: Duration) -> String {
-    let seconds = duration.as_secs();
-    if seconds >= 3600 {
-        format!("{}h{:02}m", seconds / 3600, seconds % 3600 / 60)
-    } else if seconds >= 60 {
-        format!("{}m{:02}s", seconds / 60, seconds % 60)
-    } else {
-        format!("{seconds}s")
-    }
+    bar.set_length(1000);
+    bar.set_position((progress.fraction() * 1000.0) as u64);
+    bar.set_message(progress.status());
 }

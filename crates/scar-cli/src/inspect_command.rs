@@ -95,31 +95,47 @@ pub fn run(settings: &Settings, args: &InspectArgs) -> Result<ExitCode> {
             "{}",
             serde_json::json!({
                 "dir": index.dir(), "manifest": manifest, "chunks": index.len(),
-                "documents": index.documents(),
+                "documents": index.documents(), "hnsw": index.hnsw(),
             })
         );
     } else {
-        println!(
-            "index {}\nmodel {} ({} dimensions, {:?} pooling), vectors {:?}\nchunker {:?}, capacity {}, overlap {}, headings prepended: {}\n{} documents, {} chunks",
-            index.dir().display(),
-            manifest.model.id,
-            manifest.model.dimension,
-            manifest.model.pooling,
-            manifest.vectors,
-            manifest.chunker.unit,
-            manifest.chunker.capacity,
-            manifest.chunker.overlap,
-            manifest.chunker.prepend_headings,
-            index.documents().len(),
-            index.len()
-        );
-        for document in index.documents() {
-            println!(
-                "  {:>6} chunks  {}",
-                document.chunk_count,
-                display_path(&document.path)
-            );
-        }
+        print_summary(&index);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The index's settings, its dense search, and its documents.
+fn print_summary(index: &Index) {
+    let manifest = index.manifest();
+    println!(
+        "index {}\nmodel {} ({} dimensions, {:?} pooling), vectors {:?}\nchunker {:?}, capacity {}, overlap {}, headings prepended: {}\n{} documents, {} chunks",
+        index.dir().display(),
+        manifest.model.id,
+        manifest.model.dimension,
+        manifest.model.pooling,
+        manifest.vectors,
+        manifest.chunker.unit,
+        manifest.chunker.capacity,
+        manifest.chunker.overlap,
+        manifest.chunker.prepend_headings,
+        index.documents().len(),
+        index.len()
+    );
+    match index.hnsw() {
+        Some(graph) => println!(
+            "dense search: HNSW graph over {} chunks (connectivity {}, expansion {}/{}), the rest exact",
+            graph.rows,
+            graph.params.connectivity,
+            graph.params.expansion_add,
+            graph.params.expansion_search
+        ),
+        None => println!("dense search: exact"),
+    }
+    for document in index.documents() {
+        println!(
+            "  {:>6} chunks  {}",
+            document.chunk_count,
+            display_path(&document.path)
+        );
+    }
 }

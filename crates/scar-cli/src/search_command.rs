@@ -29,19 +29,6 @@ pub fn run(settings: &Settings, query: &str, json: bool, full: bool) -> Result<E
     Ok(ExitCode::SUCCESS)
 }
 
-fn describe(policy: &Policy) -> String {
-    match *policy {
-        Policy::TopK => "top-k".to_owned(),
-        Policy::StaticWindow { window } => format!("static ±{window}"),
-        Policy::Parent { block } => format!("parent (block {block})"),
-        Policy::Scar {
-            lambda,
-            gamma,
-            window,
-        } => format!("SCAR ±{window}, λ = {lambda}, γ = {gamma}"),
-    }
-}
-
 fn print_report(
     index: &scar_index::Index,
     report: &SearchReport,
@@ -55,9 +42,7 @@ fn print_report(
         report.query,
         style(format!(
             "{} first stage, k = {}, {}",
-            report.first_stage,
-            report.k,
-            describe(&ledger.policy)
+            report.first_stage, report.k, ledger.policy
         ))
         .dim()
     );

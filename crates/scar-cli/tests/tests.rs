@@ -5,5 +5,6 @@ mod ask;
 mod common;
 mod errors;
 mod eval;
+mod hnsw;
 mod rfc;
 mod settings;

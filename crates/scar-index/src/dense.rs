@@ -1,10 +1,12 @@
-//! Exact dense search over the memory-mapped vector matrix.
+//! Dense search over the memory-mapped vector matrix: exact, or through the HNSW graph when the
+//! index has one.
 
 use std::ops::Range;
 
 use rayon::prelude::*;
 use scar_core::{ChunkId, dot};
 
+use crate::hnsw::rows_from;
 use crate::store::Index;
 
 /// Rows scored per parallel task: large enough to amortise scheduling, small enough to balance.
@@ -12,19 +14,48 @@ const ROWS_PER_TASK: u32 = 4096;
 
 impl Index {
     /// The `k` live chunks most similar to `query` (cosine; stored vectors are unit length),
-    /// best first. Exact: every live row is scored, in parallel, streaming through the matrix.
+    /// best first. Through the HNSW graph when the index has one (rows added since it was
+    /// linked are scored exactly), otherwise [`Index::exact_dense_search`].
     #[must_use]
     pub fn dense_search(&self, query: &[f32], k: usize) -> Vec<(ChunkId, f32)> {
+        let Some(graph) = self.hnsw_graph() else {
+            return self.exact_dense_search(query, k);
+        };
         let dimension = self.manifest().model.dimension;
         if query.len() != dimension {
             return Vec::new();
         }
-        let rows: Vec<Range<u32>> = self
-            .documents()
+        // A failed graph search (usearch reports allocation failures) falls back to exact
+        // search, which gives the same or better hits.
+        let Ok(mut hits) = graph.search(self.matrix(), query, k, |row| self.is_live(row)) else {
+            return self.exact_dense_search(query, k);
+        };
+        let unlinked = rows_from(&self.live_rows(), graph.rows());
+        if !unlinked.is_empty() {
+            hits.extend(exact_top_k(self.matrix(), dimension, &unlinked, query, k));
+            hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            hits.truncate(k);
+        }
+        hits
+    }
+
+    /// The `k` live chunks most similar to `query`, best first, scoring every live row in
+    /// parallel, streaming through the matrix.
+    #[must_use]
+    pub fn exact_dense_search(&self, query: &[f32], k: usize) -> Vec<(ChunkId, f32)> {
+        let dimension = self.manifest().model.dimension;
+        if query.len() != dimension {
+            return Vec::new();
+        }
+        exact_top_k(self.matrix(), dimension, &self.live_rows(), query, k)
+    }
+
+    /// The rows of each live document.
+    fn live_rows(&self) -> Vec<Range<u32>> {
+        self.documents()
             .iter()
             .map(crate::DocumentEntry::rows)
-            .collect();
-        exact_top_k(self.matrix(), dimension, &rows, query, k)
+            .collect()
     }
 }
 

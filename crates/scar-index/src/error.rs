@@ -49,6 +49,9 @@ pub enum IndexError {
     /// The chunker settings are invalid.
     #[error("invalid chunker settings: {0}")]
     BadChunker(String),
+    /// The HNSW graph (approximate dense search) failed.
+    #[error("HNSW graph: {0}")]
+    Hnsw(String),
     /// Embedding failed.
     #[error(transparent)]
     Embed(#[from] scar_embed::EmbedError),

@@ -11,7 +11,9 @@ use scar_embed::Embedder;
 use tantivy::{TantivyDocument, Term, doc};
 
 use crate::chunk::{ChunkSpan, Chunker, ChunkerConfig};
+use crate::hnsw::{self, HnswGraph, HnswInfo, HnswParams};
 use crate::load::{LoadOptions, LoadedDocument, load_document};
+use crate::store::Index;
 use crate::store::{
     Catalog, ChunkRecord, DocumentEntry, FORMAT_VERSION, Manifest, RECORD_BYTES, TextFields,
     VectorEncoding, data_files, file_stamp, io_error, manifest_path, read_catalog, read_manifest,
@@ -34,6 +36,21 @@ pub struct IndexOptions {
     pub commit_every: Duration,
     /// Chunks gathered from several small files before one embedding call.
     pub embed_batch_chunks: usize,
+    /// What to do with the HNSW graph for approximate dense search.
+    pub hnsw: HnswSetting,
+}
+
+/// What an indexing run does with the HNSW graph (approximate dense search).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HnswSetting {
+    /// Keep a graph the index has current (link new rows, rebuild after a compaction); build
+    /// none if it has none.
+    #[default]
+    Keep,
+    /// Build a graph with these parameters, or keep the one the index has current.
+    Build(HnswParams),
+    /// Delete the graph: dense search is exact again.
+    Remove,
 }
 
 impl Default for IndexOptions {
@@ -44,6 +61,7 @@ impl Default for IndexOptions {
             load: LoadOptions::default(),
             commit_every: Duration::from_secs(5),
             embed_batch_chunks: 256,
+            hnsw: HnswSetting::Keep,
         }
     }
 }
@@ -63,6 +81,10 @@ pub struct IndexProgress {
     pub chunks: usize,
     /// Tokens embedded so far.
     pub tokens: usize,
+    /// Rows linked into the HNSW graph so far, once embedding is done.
+    pub graph_rows_done: u32,
+    /// Rows to link into the graph in this run (0 when there is nothing to link).
+    pub graph_rows_total: u32,
     /// Time since the run started.
     pub elapsed: Duration,
 }
@@ -74,6 +96,38 @@ impl IndexProgress {
         self.tokens as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
 
+    /// Share of the run done: bytes embedded, then rows linked into the HNSW graph.
+    #[must_use]
+    pub fn fraction(&self) -> f64 {
+        if self.graph_rows_total > 0 {
+            f64::from(self.graph_rows_done) / f64::from(self.graph_rows_total)
+        } else {
+            self.bytes_done as f64 / self.bytes_total.max(1) as f64
+        }
+    }
+
+    /// One line for a person: files, chunks, throughput and time left while embedding, then
+    /// the graph's linking.
+    #[must_use]
+    pub fn status(&self) -> String {
+        if self.graph_rows_total > 0 {
+            return format!(
+                "linking {}/{} chunks into the HNSW graph",
+                self.graph_rows_done, self.graph_rows_total
+            );
+        }
+        let eta = self
+            .eta()
+            .map_or_else(String::new, |eta| format!(" · {} left", humanize(eta)));
+        format!(
+            "{}/{} files · {} chunks · {:.0} tokens/s{eta}",
+            self.files_done,
+            self.files_total,
+            self.chunks,
+            self.tokens_per_second()
+        )
+    }
+
     /// Time left, extrapolated from the bytes embedded so far.
     #[must_use]
     pub fn eta(&self) -> Option<Duration> {
@@ -81,6 +135,18 @@ impl IndexProgress {
             let rate = self.bytes_done as f64 / self.elapsed.as_secs_f64().max(1e-9);
             Duration::from_secs_f64(self.bytes_total.saturating_sub(self.bytes_done) as f64 / rate)
         })
+    }
+}
+
+/// A duration in its largest useful unit: `42s`, `2m05s`, `3h07m`.
+fn humanize(duration: Duration) -> String {
+    let seconds = duration.as_secs();
+    if seconds >= 3600 {
+        format!("{}h{:02}m", seconds / 3600, seconds % 3600 / 60)
+    } else if seconds >= 60 {
+        format!("{}m{:02}s", seconds / 60, seconds % 60)
+    } else {
+        format!("{seconds}s")
     }
 }
 
@@ -116,6 +182,8 @@ pub struct IndexReport {
     pub truncated: usize,
     /// Wall time.
     pub elapsed: Duration,
+    /// Rows linked into the HNSW graph.
+    pub hnsw_rows_linked: u32,
     /// The run was cancelled; what was done before is committed.
     pub cancelled: bool,
 }
@@ -278,8 +346,57 @@ pub fn index_paths(
     writer.commit()?;
     writer.compact()?;
     writer.finish()?;
+    report.hnsw_rows_linked =
+        update_hnsw(dir, options.hnsw, started, &mut state, progress, cancel)?;
     report.elapsed = started.elapsed();
     Ok(report)
+}
+
+/// Brings the HNSW graph in line with the committed rows as `setting` asks, reporting its
+/// progress in `state`. Returns the rows linked.
+fn update_hnsw(
+    dir: &Path,
+    setting: HnswSetting,
+    started: Instant,
+    state: &mut IndexProgress,
+    progress: &mut dyn FnMut(&IndexProgress),
+    cancel: &AtomicBool,
+) -> Result<u32> {
+    let saved = hnsw::read_info(dir)?;
+    let params = match (setting, saved) {
+        (HnswSetting::Remove, _) => return hnsw::remove(dir).map(|()| 0),
+        (HnswSetting::Keep, None) => return Ok(0),
+        (HnswSetting::Keep, Some(info)) => info.params,
+        (HnswSetting::Build(params), _) => params,
+    };
+    let index = Index::open(dir)?;
+    let catalog = index.catalog();
+    let wanted = HnswInfo {
+        generation: catalog.generation,
+        rows: catalog.rows,
+        params,
+    };
+    if saved == Some(wanted) {
+        return Ok(0);
+    }
+    let dimension = index.manifest().model.dimension;
+    let mut graph = match HnswGraph::open(dir, catalog, dimension, true)? {
+        Some(graph) if graph.params() == params => graph,
+        _ => HnswGraph::new(dimension, params)?,
+    };
+    let before = graph.rows();
+    graph.extend(
+        index.matrix(),
+        &mut |done, total| {
+            state.graph_rows_done = done;
+            state.graph_rows_total = total;
+            state.elapsed = started.elapsed();
+            progress(state);
+        },
+        cancel,
+    )?;
+    graph.save(dir, index.catalog().generation)?;
+    Ok(graph.rows() - before)
 }
 
 /// The open write side of an index: appends rows, tracks the catalog, commits.
@@ -634,4 +751,42 @@ fn open_data_files(
         open(&current[1], lengths[1])?,
         open(&current[2], lengths[2])?,
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_in_the_largest_useful_unit() {
+        assert_eq!(humanize(Duration::from_secs(42)), "42s");
+        assert_eq!(humanize(Duration::from_secs(125)), "2m05s");
+        assert_eq!(humanize(Duration::from_mins(3 * 60 + 7)), "3h07m");
+    }
+
+    #[test]
+    fn progress_moves_from_embedding_to_linking() {
+        let mut progress = IndexProgress {
+            files_done: 1,
+            files_total: 4,
+            bytes_done: 250,
+            bytes_total: 1000,
+            chunks: 12,
+            tokens: 600,
+            elapsed: Duration::from_secs(2),
+            ..IndexProgress::default()
+        };
+        assert!((progress.fraction() - 0.25).abs() < 1e-9);
+        assert_eq!(
+            progress.status(),
+            "1/4 files · 12 chunks · 300 tokens/s · 6s left"
+        );
+        progress.graph_rows_done = 30;
+        progress.graph_rows_total = 40;
+        assert!((progress.fraction() - 0.75).abs() < 1e-9);
+        assert_eq!(
+            progress.status(),
+            "linking 30/40 chunks into the HNSW graph"
+        );
+    }
 }

@@ -34,6 +34,7 @@
 pub mod chunk;
 mod dense;
 mod error;
+pub mod hnsw;
 mod indexer;
 pub mod load;
 pub mod store;
@@ -42,5 +43,6 @@ pub mod walk;
 pub use chunk::{ChunkUnit, ChunkerConfig};
 pub use dense::exact_top_k;
 pub use error::{IndexError, Result};
-pub use indexer::{IndexOptions, IndexProgress, IndexReport, Skipped, index_paths};
+pub use hnsw::{HnswGraph, HnswInfo, HnswParams};
+pub use indexer::{HnswSetting, IndexOptions, IndexProgress, IndexReport, Skipped, index_paths};
 pub use store::{ChunkView, DocumentEntry, Index, Manifest, VectorEncoding};

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use tantivy::schema::{Field, INDEXED, STORED, Schema, TEXT, Value};
 
 use crate::chunk::ChunkerConfig;
+use crate::hnsw::{HnswGraph, HnswInfo};
 use crate::{IndexError, Result};
 
 /// Bumped whenever the on-disk layout changes.
@@ -335,6 +336,8 @@ pub struct Index {
     text: tantivy::Index,
     text_reader: tantivy::IndexReader,
     fields: TextFields,
+    /// The HNSW graph, when the index has a current one (`scar index --hnsw`).
+    hnsw: Option<HnswGraph>,
 }
 
 impl std::fmt::Debug for Index {
@@ -377,6 +380,7 @@ impl Index {
         }
         let text_reader = text.reader().map_err(|e| IndexError::text(&dir, &e))?;
         let (_, fields) = TextFields::schema();
+        let hnsw = HnswGraph::open(&dir, &catalog, manifest.model.dimension, false)?;
         Ok(Self {
             dir,
             manifest,
@@ -388,7 +392,29 @@ impl Index {
             text,
             text_reader,
             fields,
+            hnsw,
         })
+    }
+
+    /// What the HNSW graph covers, when the index has a current one (dense search then uses it).
+    #[must_use]
+    pub fn hnsw(&self) -> Option<HnswInfo> {
+        self.hnsw.as_ref().map(|graph| HnswInfo {
+            generation: self.catalog.generation,
+            rows: graph.rows(),
+            params: graph.params(),
+        })
+    }
+
+    pub(crate) fn hnsw_graph(&self) -> Option<&HnswGraph> {
+        self.hnsw.as_ref()
+    }
+
+    /// True for a row that belongs to a live document.
+    pub(crate) fn is_live(&self, row: u32) -> bool {
+        self.row_documents
+            .get(row as usize)
+            .is_some_and(|&document| document != u32::MAX)
     }
 
     /// The folder this index lives in.

@@ -5,4 +5,5 @@ mod bad_inputs;
 mod common;
 mod corpora;
 mod crash;
+mod hnsw;
 mod incremental;

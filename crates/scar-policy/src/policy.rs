@@ -32,6 +32,23 @@ pub enum Policy {
     },
 }
 
+/// A person's name for the policy and its settings: `top-k`, `static ±1`, `parent (block 4)`,
+/// `SCAR ±1, λ = 0.10, γ = 0.80`.
+impl std::fmt::Display for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Self::TopK => f.write_str("top-k"),
+            Self::StaticWindow { window } => write!(f, "static ±{window}"),
+            Self::Parent { block } => write!(f, "parent (block {block})"),
+            Self::Scar {
+                lambda,
+                gamma,
+                window,
+            } => write!(f, "SCAR ±{window}, λ = {lambda:.2}, γ = {gamma:.2}"),
+        }
+    }
+}
+
 impl Policy {
     /// The paper's λ.
     pub const PAPER_LAMBDA: f32 = 0.1;
@@ -110,6 +127,14 @@ impl Options {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_read_as_people_write_them() {
+        assert_eq!(Policy::TopK.to_string(), "top-k");
+        assert_eq!(Policy::StaticWindow { window: 2 }.to_string(), "static ±2");
+        assert_eq!(Policy::Parent { block: 4 }.to_string(), "parent (block 4)");
+        assert_eq!(Policy::scar(1).to_string(), "SCAR ±1, λ = 0.10, γ = 0.80");
+    }
 
     #[test]
     fn default_is_the_papers_setting() {

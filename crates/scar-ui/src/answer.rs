@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use scar_answer::{Answer, GenerationParams, Prompt, Source, StopReason};
+use scar_answer::{Answer, AnswerPiece, GenerationParams, Prompt, Source, answer_pieces};
 use scar_core::ChunkId;
 
 use crate::worker::AnswerJob;
@@ -32,64 +32,12 @@ impl Answering {
     }
 }
 
-/// A piece of answer text: plain, or one `[n]` citation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Piece<'a> {
-    Text(&'a str),
-    Cite(usize),
-}
-
-/// Splits `text` at its citations: `[2]`, `[1, 3]` (one piece per number); brackets holding
-/// anything but numbers stay text.
-fn pieces(text: &str) -> Vec<Piece<'_>> {
-    let mut pieces = Vec::new();
-    let mut rest = text;
-    let mut plain = 0;
-    while let Some(open) = rest[plain..].find('[').map(|i| plain + i) {
-        let Some(close) = rest[open..].find(']').map(|i| open + i) else {
-            break;
-        };
-        let numbers: Option<Vec<usize>> = rest[open + 1..close]
-            .split(',')
-            .map(|part| part.trim().parse().ok())
-            .collect();
-        match numbers {
-            Some(numbers) => {
-                if open > 0 {
-                    pieces.push(Piece::Text(&rest[..open]));
-                }
-                pieces.extend(numbers.into_iter().map(Piece::Cite));
-                rest = &rest[close + 1..];
-                plain = 0;
-            }
-            None => plain = open + 1,
-        }
-    }
-    if !rest.is_empty() {
-        pieces.push(Piece::Text(rest));
-    }
-    pieces
-}
-
 /// One line: prompt size, answer length, why it stopped, speed and model.
 fn summary(answer: &Answer) -> String {
-    let generation = &answer.generation;
-    let prompt = generation.prompt_tokens.map_or_else(
+    answer.summary(&answer.generation.prompt_tokens.map_or_else(
         || "prompt size unknown".to_owned(),
         |tokens| format!("prompt {tokens} tokens"),
-    );
-    let stop = match generation.stop {
-        StopReason::EndOfTurn => "end of turn",
-        StopReason::MaxTokens => "max tokens reached",
-        StopReason::Cancelled => "stopped",
-    };
-    format!(
-        "{prompt} · answer {} tokens ({stop}) · first token {:.1} s · {:.1} tokens/s · {}",
-        generation.generated_tokens,
-        generation.first_token_seconds,
-        generation.tokens_per_second(),
-        answer.model
-    )
+    ))
 }
 
 impl ScarApp {
@@ -230,12 +178,12 @@ fn text_ui(ui: &mut egui::Ui, text: &str, sources: &[Source]) -> Option<ChunkId>
     let mut clicked = None;
     ui.horizontal_wrapped(|ui| {
         ui.spacing_mut().item_spacing.x = 0.0;
-        for piece in pieces(text) {
+        for piece in answer_pieces(text) {
             match piece {
-                Piece::Text(text) => {
+                AnswerPiece::Text(text) => {
                     ui.label(text);
                 }
-                Piece::Cite(number) => match sources.get(number.wrapping_sub(1)) {
+                AnswerPiece::Cite(number) => match sources.get(number.wrapping_sub(1)) {
                     Some(source) => {
                         let hover = format!(
                             "{} ¶{}: open it in the reader",
@@ -259,38 +207,4 @@ fn text_ui(ui: &mut egui::Ui, text: &str, sources: &[Source]) -> Option<ChunkId>
         }
     });
     clicked
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn citations_split_out_of_the_text() {
-        assert_eq!(
-            pieces("Fees apply [2]. Kayaks [1, 3][4]."),
-            vec![
-                Piece::Text("Fees apply "),
-                Piece::Cite(2),
-                Piece::Text(". Kayaks "),
-                Piece::Cite(1),
-                Piece::Cite(3),
-                Piece::Cite(4),
-                Piece::Text("."),
-            ]
-        );
-    }
-
-    #[test]
-    fn brackets_without_numbers_stay_text() {
-        assert_eq!(
-            pieces("see [a] and [2"),
-            vec![Piece::Text("see [a] and [2")]
-        );
-        assert_eq!(
-            pieces("[x] [[1]]"),
-            vec![Piece::Text("[x] ["), Piece::Cite(1), Piece::Text("]")]
-        );
-        assert!(pieces("").is_empty());
-    }
 }

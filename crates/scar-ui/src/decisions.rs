@@ -30,20 +30,6 @@ pub(crate) fn outcome_style(outcome: Outcome) -> (Color32, &'static str) {
     }
 }
 
-/// The policy in a few words, as `scar search` prints it.
-pub(crate) fn describe(policy: &Policy) -> String {
-    match *policy {
-        Policy::TopK => "top-k".to_owned(),
-        Policy::StaticWindow { window } => format!("static ±{window}"),
-        Policy::Parent { block } => format!("parent (block {block})"),
-        Policy::Scar {
-            lambda,
-            gamma,
-            window,
-        } => format!("SCAR ±{window}, λ = {lambda:.2}, γ = {gamma:.2}"),
-    }
-}
-
 /// The context's size beside static ±1's on the same seeds: what the policy saved.
 pub(crate) fn comparison_ui(ui: &mut egui::Ui, report: &SearchReport, baseline: &SearchReport) {
     let (ours, theirs) = (&report.ledger, &baseline.ledger);
@@ -61,7 +47,7 @@ pub(crate) fn comparison_ui(ui: &mut egui::Ui, report: &SearchReport, baseline: 
     };
     row(
         ui,
-        describe(&ours.policy),
+        ours.policy.to_string(),
         ours.context.len(),
         ours.context_tokens,
         SEED,

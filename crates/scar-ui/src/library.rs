@@ -3,7 +3,6 @@
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use scar_index::IndexReport;
 
@@ -37,19 +36,9 @@ impl ScarApp {
         if let Some(indexing) = &self.indexing {
             ui.separator();
             ui.strong(format!("Indexing into {}", indexing.dir.display()));
-            let p = &indexing.progress;
-            let fraction = p.bytes_done as f32 / p.bytes_total.max(1) as f32;
-            ui.add(egui::ProgressBar::new(fraction).show_percentage());
-            let eta = p
-                .eta()
-                .map_or_else(String::new, |eta| format!(" · {} left", humanize(eta)));
-            ui.label(format!(
-                "{}/{} files · {} chunks · {:.0} tokens/s{eta}",
-                p.files_done,
-                p.files_total,
-                p.chunks,
-                p.tokens_per_second()
-            ));
+            let progress = &indexing.progress;
+            ui.add(egui::ProgressBar::new(progress.fraction() as f32).show_percentage());
+            ui.label(progress.status());
             let cancelling = indexing.cancel.load(Ordering::Relaxed);
             if ui
                 .add_enabled(!cancelling, egui::Button::new("Cancel"))
@@ -172,27 +161,9 @@ fn files_count(n: usize) -> String {
     }
 }
 
-fn humanize(duration: Duration) -> String {
-    let seconds = duration.as_secs();
-    if seconds >= 3600 {
-        format!("{}h{:02}m", seconds / 3600, seconds % 3600 / 60)
-    } else if seconds >= 60 {
-        format!("{}m{:02}s", seconds / 60, seconds % 60)
-    } else {
-        format!("{seconds}s")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_read_in_the_largest_useful_unit() {
-        assert_eq!(humanize(Duration::from_secs(42)), "42s");
-        assert_eq!(humanize(Duration::from_secs(125)), "2m05s");
-        assert_eq!(humanize(Duration::from_mins(3 * 60 + 7)), "3h07m");
-    }
 
     #[test]
     fn file_counts_agree_in_number() {
