@@ -1,6 +1,6 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitStatus};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
@@ -88,7 +88,7 @@ fn under_xvfb(command: &Command) -> Option<Command> {
 }
 
 /// Runs `command` to the end (at most five minutes), its stderr kept in `log`.
-fn run(mut command: Command, log: &Path) -> std::process::ExitStatus {
+fn run(mut command: Command, log: &Path) -> ExitStatus {
     let mut child = command
         .stderr(std::fs::File::create(log).unwrap())
         .spawn()
@@ -109,6 +109,20 @@ fn run(mut command: Command, log: &Path) -> std::process::ExitStatus {
     }
 }
 
+/// Asks the kayak question in `index` and screenshots the window into `png`, under Xvfb: the
+/// exit status and stderr, or `None` when there is no display to run on.
+fn screenshot(home: &Path, index: &Path, png: &Path) -> Option<(ExitStatus, String)> {
+    let mut app = scar_app(home);
+    app.arg("--index")
+        .arg(index)
+        .args(["--ask", KAYAK, "--screenshot"])
+        .arg(png);
+    let command = under_xvfb(&app)?;
+    let log = home.join("stderr.log");
+    let status = run(command, &log);
+    Some((status, std::fs::read_to_string(&log).unwrap()))
+}
+
 #[test]
 fn help_documents_the_screenshot_flags() {
     let home = tempfile::tempdir().unwrap();
@@ -124,21 +138,10 @@ fn help_documents_the_screenshot_flags() {
 fn a_screenshot_run_shows_the_decisions_in_a_real_window() {
     let home = tempfile::tempdir().unwrap();
     let png = home.path().join("decisions.png");
-    let mut app = scar_app(home.path());
-    app.arg("--index")
-        .arg(example_index())
-        .args(["--ask", KAYAK, "--screenshot"])
-        .arg(&png);
-    let Some(command) = under_xvfb(&app) else {
+    let Some((status, stderr)) = screenshot(home.path(), &example_index(), &png) else {
         return;
     };
-    let log = home.path().join("stderr.log");
-    let status = run(command, &log);
-    assert!(
-        status.success(),
-        "scar-app failed:\n{}",
-        std::fs::read_to_string(&log).unwrap()
-    );
+    assert!(status.success(), "scar-app failed:\n{stderr}");
 
     let image = image::open(&png).unwrap().to_rgba8();
     assert_eq!(image.dimensions(), WINDOW);
@@ -161,17 +164,9 @@ fn a_screenshot_run_without_decisions_fails_and_says_why() {
     let home = tempfile::tempdir().unwrap();
     let missing = home.path().join("no-such-index");
     let png = home.path().join("nothing.png");
-    let mut app = scar_app(home.path());
-    app.arg("--index")
-        .arg(&missing)
-        .args(["--ask", KAYAK, "--screenshot"])
-        .arg(&png);
-    let Some(command) = under_xvfb(&app) else {
+    let Some((status, stderr)) = screenshot(home.path(), &missing, &png) else {
         return;
     };
-    let log = home.path().join("stderr.log");
-    let status = run(command, &log);
-    let stderr = std::fs::read_to_string(&log).unwrap();
     assert!(!status.success());
     assert!(stderr.contains("no decisions to capture"), "{stderr}");
     assert!(!png.exists());
