@@ -47,27 +47,37 @@ pub struct IndexArgs {
     json: bool,
 }
 
-/// Whether this run builds or drops the HNSW graph.
+/// Whether this run builds, tunes or drops the HNSW graph.
 #[derive(Debug, clap::Args)]
 struct HnswFlags {
     /// Build an HNSW graph for approximate dense search (fast at a million chunks; later runs
     /// keep it current)
     #[arg(long, conflicts_with = "no_hnsw")]
     hnsw: bool,
+    /// Candidates the HNSW search keeps [default: 256]: more finds more of exact search's hits,
+    /// and takes longer. Builds the graph if there is none; an existing one is not relinked
+    #[arg(long, value_name = "N", conflicts_with = "no_hnsw",
+          value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    hnsw_expansion: Option<u32>,
     /// Delete the HNSW graph: dense search is exact again
     #[arg(long)]
     no_hnsw: bool,
 }
 
 impl HnswFlags {
-    fn setting(&self) -> HnswSetting {
-        if self.hnsw {
-            HnswSetting::Build(HnswParams::default())
-        } else if self.no_hnsw {
-            HnswSetting::Remove
-        } else {
-            HnswSetting::Keep
+    /// `current`: the parameters of the graph the index has, which a plain `--hnsw` keeps.
+    fn setting(&self, current: Option<HnswParams>) -> HnswSetting {
+        if self.no_hnsw {
+            return HnswSetting::Remove;
         }
+        if !self.hnsw && self.hnsw_expansion.is_none() {
+            return HnswSetting::Keep;
+        }
+        let mut params = current.unwrap_or_default();
+        if let Some(expansion) = self.hnsw_expansion {
+            params.expansion_search = expansion as usize;
+        }
+        HnswSetting::Build(params)
     }
 }
 
@@ -76,9 +86,16 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
     let dir = &settings.index.value;
     // An existing index keeps its model unless one was named explicitly (then a mismatch is an
     // error, rather than a silent switch).
-    let model = match scar_index::Index::open(dir) {
-        Ok(index) if settings.model.source != Source::Flag => index.manifest().model.id.clone(),
-        _ => settings.model.value.clone(),
+    let (model, current_graph) = match scar_index::Index::open(dir) {
+        Ok(index) => (
+            if settings.model.source == Source::Flag {
+                settings.model.value.clone()
+            } else {
+                index.manifest().model.id.clone()
+            },
+            index.hnsw().map(|info| info.params),
+        ),
+        Err(_) => (settings.model.value.clone(), None),
     };
     let files = ModelLocator::from_env(&settings.models_dir.value).locate(&model)?;
     let embedder = Embedder::load(
@@ -111,7 +128,7 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
         load: scar_index::load::LoadOptions {
             max_file_bytes: args.max_file_mib * 1024 * 1024,
         },
-        hnsw: args.hnsw.setting(),
+        hnsw: args.hnsw.setting(current_graph),
         ..IndexOptions::default()
     };
 

@@ -1,5 +1,6 @@
 //! `scar index --hnsw`: the graph is reported by `inspect`, searches through it give the same
-//! ledger as exact search on a small index, and `--no-hnsw` drops it.
+//! ledger as exact search on a small index, `--hnsw-expansion` widens its search without
+//! relinking, and `--no-hnsw` drops it.
 
 use crate::common::{example_index, run, scar, search_json, workspace};
 
@@ -34,6 +35,24 @@ fn graph_search_matches_exact_search_and_can_be_dropped() {
             "{part} differ"
         );
     }
+
+    let widened =
+        run(scar(&index)
+            .arg("index")
+            .arg(&example)
+            .args(["--hnsw-expansion", "64", "--json"]));
+    let report: serde_json::Value = serde_json::from_slice(&widened.stdout).unwrap();
+    assert_eq!(report["hnsw_rows_linked"], 0, "not relinked");
+    assert!(
+        inspect(&index).contains("expansion 128/64"),
+        "{}",
+        inspect(&index)
+    );
+    run(scar(&index).arg("index").arg(&example).arg("--hnsw"));
+    assert!(
+        inspect(&index).contains("expansion 128/64"),
+        "a plain --hnsw keeps the breadth"
+    );
 
     run(scar(&index).arg("index").arg(&example).arg("--no-hnsw"));
     assert!(inspect(&index).contains("dense search: exact"));

@@ -1,9 +1,10 @@
 //! Approximate (HNSW) against exact dense search, side by side: build time, query latency and
 //! recall@10 (the share of exact search's top 10 that the graph also returns).
 //!
-//! Synthetic: `hnsw_search [SIZES] [DIMENSION]` (defaults `10000,100000,1000000` and 384). Each
-//! document is 50 chunks scattered around its own random direction, as a real document's
-//! chunks share a topic; each query is a noisier point near one document's direction.
+//! Synthetic: `hnsw_search [SIZES] [DIMENSION] [EXPANSIONS]` (defaults `10000,100000,1000000`,
+//! 384 and `128`). Each document is 50 chunks scattered around its own random direction, as a
+//! real document's chunks share a topic; each query is a noisier point near one document's
+//! direction. Each size's graph is built once and searched with every search breadth.
 //!
 //! A real index: `hnsw_search --index DIR`, for an index built with `scar index --hnsw`; the
 //! queries are the stored vectors of every 7th chunk (up to 500).
@@ -77,9 +78,15 @@ fn compare(
     )
 }
 
-fn synthetic(sizes: &[u32], dimension: usize) -> Result<(), Box<dyn std::error::Error>> {
-    println!("| chunks | dimension | graph build s | exact ms | HNSW ms | speed-up | recall@{K} |");
-    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+fn synthetic(
+    sizes: &[u32],
+    dimension: usize,
+    expansions: &[usize],
+) -> Result<(), Box<dyn std::error::Error>> {
+    println!(
+        "| chunks | dimension | graph build s | search expansion | exact ms | HNSW ms | speed-up | recall@{K} |"
+    );
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for &rows in sizes {
         let mut next = generator(u64::from(rows));
         let documents = rows.div_ceil(CHUNKS_PER_DOCUMENT) as usize;
@@ -102,19 +109,22 @@ fn synthetic(sizes: &[u32], dimension: usize) -> Result<(), Box<dyn std::error::
 
         // One range over every row: a single document as far as exact search is concerned.
         let all = std::iter::once(0..rows).collect::<Vec<Range<u32>>>();
-        let (exact_ms, graph_ms, mean_recall) = compare(
-            &queries,
-            |query| exact_top_k(&matrix, dimension, &all, query, K),
-            |query| {
-                graph
-                    .search(&matrix, query, K, |_| true)
-                    .unwrap_or_default()
-            },
-        );
-        println!(
-            "| {rows} | {dimension} | {build:.1} | {exact_ms:.2} | {graph_ms:.3} | {:.0}x | {mean_recall:.4} |",
-            exact_ms / graph_ms
-        );
+        for &expansion in expansions {
+            graph.set_expansion_search(expansion);
+            let (exact_ms, graph_ms, mean_recall) = compare(
+                &queries,
+                |query| exact_top_k(&matrix, dimension, &all, query, K),
+                |query| {
+                    graph
+                        .search(&matrix, query, K, |_| true)
+                        .unwrap_or_default()
+                },
+            );
+            println!(
+                "| {rows} | {dimension} | {build:.1} | {expansion} | {exact_ms:.2} | {graph_ms:.3} | {:.0}x | {mean_recall:.4} |",
+                exact_ms / graph_ms
+            );
+        }
     }
     Ok(())
 }
@@ -157,5 +167,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(str::parse)
         .collect::<Result<_, _>>()?;
     let dimension = args.get(1).map_or(Ok(384), |d| d.parse())?;
-    synthetic(&sizes, dimension)
+    let expansions: Vec<usize> = args
+        .get(2)
+        .map_or("128", String::as_str)
+        .split(',')
+        .map(str::parse)
+        .collect::<Result<_, _>>()?;
+    synthetic(&sizes, dimension, &expansions)
 }

@@ -47,7 +47,8 @@ pub enum HnswSetting {
     /// none if it has none.
     #[default]
     Keep,
-    /// Build a graph with these parameters, or keep the one the index has current.
+    /// Build a graph with these parameters, or keep the one the index has current. A graph
+    /// with the same links but another search breadth is kept, with the new breadth.
     Build(HnswParams),
     /// Delete the graph: dense search is exact again.
     Remove,
@@ -381,9 +382,10 @@ fn update_hnsw(
     }
     let dimension = index.manifest().model.dimension;
     let mut graph = match HnswGraph::open(dir, catalog, dimension, true)? {
-        Some(graph) if graph.params() == params => graph,
+        Some(graph) if graph.params().same_links(&params) => graph,
         _ => HnswGraph::new(dimension, params)?,
     };
+    graph.set_expansion_search(params.expansion_search);
     let before = graph.rows();
     graph.extend(
         index.matrix(),

@@ -86,6 +86,26 @@ fn graph_is_built_kept_current_and_removed() {
         "a current graph is left alone"
     );
 
+    // Another search breadth applies to the graph as it is: nothing is relinked.
+    let breadth = IndexOptions {
+        hnsw: HnswSetting::Build(HnswParams {
+            expansion_search: 512,
+            ..HnswParams::default()
+        }),
+        ..IndexOptions::default()
+    };
+    assert_eq!(
+        index(dir.path(), &roots, &embedder, &breadth).hnsw_rows_linked,
+        0
+    );
+    index(dir.path(), &roots, &embedder, &keep);
+    let info = Index::open(dir.path()).unwrap().hnsw().unwrap();
+    assert_eq!(info.params.expansion_search, 512, "kept by later runs");
+    assert_eq!(
+        info.params.expansion_add,
+        HnswParams::default().expansion_add
+    );
+
     let remove = IndexOptions {
         hnsw: HnswSetting::Remove,
         ..IndexOptions::default()
