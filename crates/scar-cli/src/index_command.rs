@@ -81,12 +81,34 @@ impl HnswFlags {
     }
 }
 
+/// Why chunks of `chunker`'s capacity would be embedded truncated, if they would: the model's
+/// limit counts its special tokens too.
+fn capacity_warning(chunker: &ChunkerConfig, embedder: &Embedder) -> Result<Option<String>> {
+    if chunker.unit != ChunkUnit::Tokens {
+        return Ok(None);
+    }
+    let special = embedder
+        .tokenizer()
+        .encode("", true)
+        .map_err(|e| anyhow::anyhow!("tokenizer: {e}"))?
+        .len();
+    let info = embedder.info();
+    let room = info.max_tokens.saturating_sub(special);
+    Ok((chunker.capacity > room).then(|| {
+        format!(
+            "chunks of up to {} tokens pass {}'s limit of {} ({special} of them special tokens), \
+             so the end of a long chunk will not be embedded; --chunk-tokens {room} or less avoids this",
+            chunker.capacity, info.id, info.max_tokens
+        )
+    }))
+}
+
 #[allow(clippy::too_many_lines)] // set-up, run, report: one screen each
 pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
     let dir = &settings.index.value;
     // An existing index keeps its model unless one was named explicitly (then a mismatch is an
     // error, rather than a silent switch).
-    let (model, current_graph) = match scar_index::Index::open(dir) {
+    let (model, current_graph, new_index) = match scar_index::Index::open(dir) {
         Ok(index) => (
             if settings.model.source == Source::Flag {
                 settings.model.value.clone()
@@ -94,8 +116,9 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
                 index.manifest().model.id.clone()
             },
             index.hnsw().map(|info| info.params),
+            false,
         ),
-        Err(_) => (settings.model.value.clone(), None),
+        Err(_) => (settings.model.value.clone(), None, true),
     };
     let files = ModelLocator::from_env(&settings.models_dir.value).locate(&model)?;
     let embedder = Embedder::load(
@@ -118,6 +141,9 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
         overlap: args.overlap,
         prepend_headings: args.prepend_headings,
     };
+    if new_index && let Some(warning) = capacity_warning(&chunker, &embedder)? {
+        eprintln!("warning: {warning}");
+    }
     let options = IndexOptions {
         chunker,
         vectors: if args.f16 {

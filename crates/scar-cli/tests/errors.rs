@@ -1,6 +1,6 @@
 //! Bad input gets one clear line and a non-zero exit, never a panic.
 
-use crate::common::{fails_with, rfc_index, scar, workspace};
+use crate::common::{fails_with, rfc_index, run, scar, workspace};
 
 #[test]
 fn searching_without_an_index_says_how_to_build_one() {
@@ -35,6 +35,26 @@ fn a_missing_model_names_the_fix() {
             .arg(docs),
         "scar models fetch",
     );
+}
+
+#[test]
+fn chunks_past_the_model_limit_are_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = workspace().join("assets/example");
+    let stderr = |output: std::process::Output| String::from_utf8(output.stderr).unwrap();
+    let too_long = stderr(run(scar(&dir.path().join("long"))
+        .args(["index", "--chunk-tokens", "300"])
+        .arg(&docs)));
+    assert!(
+        too_long.contains("warning: chunks of up to 300 tokens pass")
+            && too_long.contains("limit of 256 (2 of them special tokens)")
+            && too_long.contains("--chunk-tokens 254 or less"),
+        "{too_long}"
+    );
+    let fits = stderr(run(scar(&dir.path().join("fits"))
+        .args(["index", "--chunk-tokens", "254"])
+        .arg(&docs)));
+    assert!(!fits.contains("warning"), "{fits}");
 }
 
 #[test]
