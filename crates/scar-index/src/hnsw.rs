@@ -205,24 +205,20 @@ impl HnswGraph {
     /// Writes the graph and then its stamp, each through a temporary file and a rename, so a
     /// crash leaves either the old pair or a stamp that no longer matches (and is rebuilt).
     pub(crate) fn save(&self, dir: &Path, generation: u64) -> Result<()> {
-        let [graph_path, stamp_path] = files(dir);
+        let [graph_path, _] = files(dir);
         let temporary = graph_path.with_extension("usearch.tmp");
         self.graph
             .save(&temporary.to_string_lossy())
             .map_err(|e| graph_error(&e))?;
         fs_err::rename(&temporary, &graph_path).map_err(io_error(&graph_path))?;
-        let info = HnswInfo {
-            generation,
-            rows: self.rows,
-            params: self.params,
-        };
-        let json = serde_json::to_string_pretty(&info).map_err(|e| IndexError::Corrupt {
-            path: stamp_path.clone(),
-            reason: e.to_string(),
-        })?;
-        let temporary = stamp_path.with_extension("json.tmp");
-        fs_err::write(&temporary, json).map_err(io_error(&temporary))?;
-        fs_err::rename(&temporary, &stamp_path).map_err(io_error(&stamp_path))
+        write_info(
+            dir,
+            &HnswInfo {
+                generation,
+                rows: self.rows,
+                params: self.params,
+            },
+        )
     }
 
     /// The saved graph, if there is one for the committed generation: memory-mapped for
@@ -290,6 +286,19 @@ pub(crate) fn read_info(dir: &Path) -> Result<Option<HnswInfo>> {
             path: stamp_path,
             reason: e.to_string(),
         })
+}
+
+/// Writes the stamp through a temporary file and a rename. On its own, for a change that leaves
+/// the links as they are (the search breadth).
+pub(crate) fn write_info(dir: &Path, info: &HnswInfo) -> Result<()> {
+    let [_, stamp_path] = files(dir);
+    let json = serde_json::to_string_pretty(info).map_err(|e| IndexError::Corrupt {
+        path: stamp_path.clone(),
+        reason: e.to_string(),
+    })?;
+    let temporary = stamp_path.with_extension("json.tmp");
+    fs_err::write(&temporary, json).map_err(io_error(&temporary))?;
+    fs_err::rename(&temporary, &stamp_path).map_err(io_error(&stamp_path))
 }
 
 /// Deletes the saved graph: stamp first, so a half-deleted graph is never read.

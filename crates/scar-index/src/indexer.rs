@@ -380,6 +380,14 @@ fn update_hnsw(
     if saved == Some(wanted) {
         return Ok(0);
     }
+    if let Some(saved) = saved
+        && (saved.generation, saved.rows) == (wanted.generation, wanted.rows)
+        && saved.params.same_links(&params)
+    {
+        // Only the search breadth changed: the graph file stays as it is.
+        hnsw::write_info(dir, &wanted)?;
+        return Ok(0);
+    }
     let dimension = index.manifest().model.dimension;
     let mut graph = match HnswGraph::open(dir, catalog, dimension, true)? {
         Some(graph) if graph.params().same_links(&params) => graph,

@@ -86,7 +86,7 @@ fn graph_is_built_kept_current_and_removed() {
         "a current graph is left alone"
     );
 
-    // Another search breadth applies to the graph as it is: nothing is relinked.
+    // Another search breadth applies to the graph as it is: nothing is relinked or rewritten.
     let breadth = IndexOptions {
         hnsw: HnswSetting::Build(HnswParams {
             expansion_search: 512,
@@ -94,10 +94,14 @@ fn graph_is_built_kept_current_and_removed() {
         }),
         ..IndexOptions::default()
     };
+    let graph_file = dir.path().join("hnsw.usearch");
+    let written = std::fs::metadata(&graph_file).unwrap().modified().unwrap();
     assert_eq!(
         index(dir.path(), &roots, &embedder, &breadth).hnsw_rows_linked,
         0
     );
+    let rewritten = std::fs::metadata(&graph_file).unwrap().modified().unwrap();
+    assert_eq!(written, rewritten, "only the stamp changes");
     index(dir.path(), &roots, &embedder, &keep);
     let info = Index::open(dir.path()).unwrap().hnsw().unwrap();
     assert_eq!(info.params.expansion_search, 512, "kept by later runs");
