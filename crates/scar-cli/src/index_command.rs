@@ -83,24 +83,20 @@ impl HnswFlags {
 
 /// Why chunks of `chunker`'s capacity would be embedded truncated, if they would: the model's
 /// limit counts its special tokens too.
-fn capacity_warning(chunker: &ChunkerConfig, embedder: &Embedder) -> Result<Option<String>> {
-    if chunker.unit != ChunkUnit::Tokens {
-        return Ok(None);
+fn capacity_warning(chunker: &ChunkerConfig, embedder: &Embedder) -> Option<String> {
+    let room = embedder.text_token_limit();
+    if chunker.unit != ChunkUnit::Tokens || chunker.capacity <= room {
+        return None;
     }
-    let special = embedder
-        .tokenizer()
-        .encode("", true)
-        .map_err(|e| anyhow::anyhow!("tokenizer: {e}"))?
-        .len();
     let info = embedder.info();
-    let room = info.max_tokens.saturating_sub(special);
-    Ok((chunker.capacity > room).then(|| {
-        format!(
-            "chunks of up to {} tokens pass {}'s limit of {} ({special} of them special tokens), \
-             so the end of a long chunk will not be embedded; --chunk-tokens {room} or less avoids this",
-            chunker.capacity, info.id, info.max_tokens
-        )
-    }))
+    Some(format!(
+        "chunks of up to {} tokens pass {}'s limit of {} ({} of them special tokens), \
+         so the end of a long chunk will not be embedded; --chunk-tokens {room} or less avoids this",
+        chunker.capacity,
+        info.id,
+        info.max_tokens,
+        info.max_tokens - room
+    ))
 }
 
 #[allow(clippy::too_many_lines)] // set-up, run, report: one screen each
@@ -141,7 +137,7 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
         overlap: args.overlap,
         prepend_headings: args.prepend_headings,
     };
-    if new_index && let Some(warning) = capacity_warning(&chunker, &embedder)? {
+    if new_index && let Some(warning) = capacity_warning(&chunker, &embedder) {
         eprintln!("warning: {warning}");
     }
     let options = IndexOptions {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use candle_core::{DType, Device, IndexOp, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config as BertConfig};
-use tokenizers::{Encoding, Tokenizer, TruncationParams};
+use tokenizers::{Encoding, PostProcessor, Tokenizer, TruncationParams};
 
 use crate::model::{ModelFiles, ModelTraits, Pooling, read_json};
 use crate::{DeviceChoice, EmbedError, Result};
@@ -186,6 +186,17 @@ impl Embedder {
     #[must_use]
     pub fn tokenizer(&self) -> &Tokenizer {
         &self.tokenizer
+    }
+
+    /// Tokens of text one input holds before it is truncated: the model's limit less the
+    /// special tokens the tokenizer adds around it.
+    #[must_use]
+    pub fn text_token_limit(&self) -> usize {
+        let special = self
+            .tokenizer
+            .get_post_processor()
+            .map_or(0, |processor| processor.added_tokens(false));
+        self.info.max_tokens.saturating_sub(special)
     }
 
     /// Tokens in `text` without special tokens and without truncation: what a text costs in a

@@ -32,6 +32,11 @@ fn minilm_matches_sentence_transformers() {
     assert!(fixture.cases.len() >= 8);
     let embedder = minilm();
     assert_eq!(embedder.info().max_tokens, fixture.max_seq_length);
+    assert_eq!(
+        embedder.text_token_limit(),
+        fixture.max_seq_length - 2,
+        "[CLS] and [SEP] take two"
+    );
     assert_eq!(embedder.info().dimension, 384);
     let texts: Vec<&str> = fixture.cases.iter().map(|c| c.text.as_str()).collect();
     let ours = embedder.embed_passages(&texts, &mut |_| {}).unwrap();
