@@ -335,6 +335,13 @@ mod tests {
             .collect()
     }
 
+    /// A graph with every row of `matrix` linked.
+    fn linked(matrix: &[f32]) -> Result<HnswGraph> {
+        let mut graph = HnswGraph::new(2, HnswParams::default())?;
+        graph.extend(matrix, &mut |_, _| {}, &AtomicBool::new(false))?;
+        Ok(graph)
+    }
+
     #[test]
     fn finds_the_nearest_rows_with_exact_scores() -> Result<()> {
         let matrix = circle(90);
@@ -360,8 +367,7 @@ mod tests {
     #[test]
     fn skips_rows_that_are_not_live() -> Result<()> {
         let matrix = circle(90);
-        let mut graph = HnswGraph::new(2, HnswParams::default())?;
-        graph.extend(&matrix, &mut |_, _| {}, &AtomicBool::new(false))?;
+        let graph = linked(&matrix)?;
         let query = [40f32.to_radians().cos(), 40f32.to_radians().sin()];
         let hits = graph.search(&matrix, &query, 1, |row| row != 40)?;
         assert!(hits[0].0.0 == 39 || hits[0].0.0 == 41);
@@ -389,9 +395,7 @@ mod tests {
     #[test]
     fn saved_graph_opens_only_for_its_generation() -> Result<()> {
         let dir = tempfile::tempdir().map_err(io_error(Path::new("tempdir")))?;
-        let matrix = circle(100);
-        let mut graph = HnswGraph::new(2, HnswParams::default())?;
-        graph.extend(&matrix, &mut |_, _| {}, &AtomicBool::new(false))?;
+        let graph = linked(&circle(100))?;
         graph.save(dir.path(), 3)?;
         let catalog = |generation, rows| Catalog {
             generation,
@@ -411,9 +415,7 @@ mod tests {
     #[test]
     fn search_breadth_is_saved_with_the_graph() -> Result<()> {
         let dir = tempfile::tempdir().map_err(io_error(Path::new("tempdir")))?;
-        let matrix = circle(100);
-        let mut graph = HnswGraph::new(2, HnswParams::default())?;
-        graph.extend(&matrix, &mut |_, _| {}, &AtomicBool::new(false))?;
+        let mut graph = linked(&circle(100))?;
         graph.set_expansion_search(300);
         assert!(graph.params().same_links(&HnswParams::default()));
         graph.save(dir.path(), 1)?;

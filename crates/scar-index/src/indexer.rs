@@ -377,15 +377,14 @@ fn update_hnsw(
         rows: catalog.rows,
         params,
     };
-    if saved == Some(wanted) {
-        return Ok(0);
-    }
     if let Some(saved) = saved
         && (saved.generation, saved.rows) == (wanted.generation, wanted.rows)
         && saved.params.same_links(&params)
     {
-        // Only the search breadth changed: the graph file stays as it is.
-        hnsw::write_info(dir, &wanted)?;
+        // The links are current. The search breadth, if it changed, lives only in the stamp.
+        if saved != wanted {
+            hnsw::write_info(dir, &wanted)?;
+        }
         return Ok(0);
     }
     let dimension = index.manifest().model.dimension;
@@ -405,7 +404,7 @@ fn update_hnsw(
         },
         cancel,
     )?;
-    graph.save(dir, index.catalog().generation)?;
+    graph.save(dir, catalog.generation)?;
     Ok(graph.rows() - before)
 }
 
