@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
-use scar_core::ChunkId;
+use scar_core::{ChunkId, Side};
 use scar_index::Index;
 
 use crate::display_path;
@@ -56,7 +56,7 @@ pub fn run(settings: &Settings, args: &InspectArgs) -> Result<ExitCode> {
             );
         };
         let continuity_prev = index
-            .neighbour(chunk.id, false)
+            .neighbour(chunk.id, Side::Previous)
             .and_then(|p| index.continuity_next(p));
         let continuity_next = index.continuity_next(chunk.id);
         if args.json {

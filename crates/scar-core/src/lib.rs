@@ -1,7 +1,7 @@
 //! Types every SCAR crate shares, with no heavy dependencies.
 //!
 //! A chunk is addressed by a [`ChunkId`], dense and stable within one index. Adjacency, the
-//! thing SCAR walks, is (document, ordinal): [`Position`].
+//! thing SCAR walks, is (document, ordinal): [`Position`]; a step goes to one [`Side`].
 //!
 //! ```
 //! use scar_core::{cosine, ChunkId};
@@ -38,6 +38,16 @@ pub struct Position {
     pub document: u32,
     /// The chunk's place in its document, contiguous from 0.
     pub ordinal: u32,
+}
+
+/// A direction along a document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    /// Towards the start of the document (lower ordinals).
+    Previous,
+    /// Towards the end of the document (higher ordinals).
+    Next,
 }
 
 /// Dot product of two equally long vectors.

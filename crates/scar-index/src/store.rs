@@ -18,7 +18,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
-use scar_core::{ChunkId, Position, cosine};
+use scar_core::{ChunkId, Position, Side, cosine};
 use serde::{Deserialize, Serialize};
 use tantivy::schema::{Field, INDEXED, STORED, Schema, TEXT, Value};
 
@@ -534,14 +534,13 @@ impl Index {
         }
     }
 
-    /// The previous (`forward = false`) or next chunk in the same document.
+    /// The adjacent chunk on `side` in the same document, or `None` at the document's edge.
     #[must_use]
-    pub fn neighbour(&self, id: ChunkId, forward: bool) -> Option<ChunkId> {
+    pub fn neighbour(&self, id: ChunkId, side: Side) -> Option<ChunkId> {
         let rows = self.document_of(id)?.rows();
-        let candidate = if forward {
-            id.0.checked_add(1)?
-        } else {
-            id.0.checked_sub(1)?
+        let candidate = match side {
+            Side::Previous => id.0.checked_sub(1)?,
+            Side::Next => id.0.checked_add(1)?,
         };
         rows.contains(&candidate).then_some(ChunkId(candidate))
     }
@@ -549,7 +548,7 @@ impl Index {
     /// The stored cos(chunk, next chunk in its document), computed at indexing time.
     #[must_use]
     pub fn continuity_next(&self, id: ChunkId) -> Option<f32> {
-        self.neighbour(id, true)
+        self.neighbour(id, Side::Next)
             .map(|_| self.record(id).continuity_next)
     }
 
@@ -618,7 +617,7 @@ impl Index {
                 if !vector.iter().all(|x| x.is_finite()) || (length - 1.0).abs() > 1e-2 {
                     problems.push(format!("chunk {id}: vector is not a finite unit vector"));
                 }
-                if let Some(next) = self.neighbour(id, true) {
+                if let Some(next) = self.neighbour(id, Side::Next) {
                     let expected = cosine(vector, self.embedding(next));
                     if (expected - record.continuity_next).abs() > 1e-3 {
                         problems.push(format!(

@@ -89,4 +89,6 @@ pub use error::{PolicyError, Result, VectorProblem};
 pub use expand::{Seed, expand};
 pub use ledger::{Ledger, NeighbourRecord, Outcome, ParentScope, SeedRecord};
 pub use policy::{Options, Policy};
-pub use source::{ChunkSource, MemoryChunk, MemorySource, Side};
+// Defined in scar-core, where the index uses it too.
+pub use scar_core::Side;
+pub use source::{ChunkSource, MemoryChunk, MemorySource};

@@ -1,17 +1,6 @@
 //! Where the policy looks up chunks: the [`ChunkSource`] trait and an in-memory [`MemorySource`].
 
-use scar_core::{ChunkId, Position, cosine};
-use serde::{Deserialize, Serialize};
-
-/// A direction along a document.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Side {
-    /// Towards the start of the document (lower ordinals).
-    Previous,
-    /// Towards the end of the document (higher ordinals).
-    Next,
-}
+use scar_core::{ChunkId, Position, Side, cosine};
 
 /// What the policy needs to know about the chunks of an index.
 ///

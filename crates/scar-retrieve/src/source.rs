@@ -14,13 +14,13 @@ impl ChunkSource for IndexSource<'_> {
     }
 
     fn neighbour(&self, id: ChunkId, side: Side) -> Option<ChunkId> {
-        self.0.neighbour(id, side == Side::Next)
+        self.0.neighbour(id, side)
     }
 
     fn continuity(&self, id: ChunkId, side: Side) -> f32 {
         let left = match side {
             Side::Next => Some(id),
-            Side::Previous => self.0.neighbour(id, false),
+            Side::Previous => self.0.neighbour(id, Side::Previous),
         };
         // The policy asks only when the neighbour exists, so the stored value is there.
         left.and_then(|left| self.0.continuity_next(left))
