@@ -1,0 +1,424 @@
+//! Reading one file into text: the size limit, format detection, UTF-8 decoding, and one module
+//! per format that finds the headings which give chunks their context (and, for HTML and PDF,
+//! extracts the text first).
+//!
+//! Every way a file can be unusable is a [`LoadError`] whose message tells a person why it was
+//! skipped; the error leaves out the path, which the caller puts in front.
+
+mod html;
+mod markdown;
+mod pdf;
+mod text;
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+const MIB: u64 = 1024 * 1024;
+/// Default for [`LoadOptions::max_file_bytes`]: 50 MiB.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 50 * MIB;
+/// How much of a file is checked for NUL bytes before the rest is read.
+const SNIFF_BYTES: u64 = 8 * 1024;
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// The kind of document a file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// Plain text, also any file with an unknown extension that reads as UTF-8 text.
+    Text,
+    /// Markdown, kept as written.
+    Markdown,
+    /// HTML, turned into plain text.
+    Html,
+    /// PDF, read through its text layer.
+    Pdf,
+}
+
+impl Format {
+    /// The format the extension names; files with other extensions are sniffed by `head`.
+    fn detect(path: &Path, head: &[u8]) -> Self {
+        let extension = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
+        match extension.as_deref() {
+            Some("txt" | "text") => Self::Text,
+            Some("md" | "markdown") => Self::Markdown,
+            Some("html" | "htm" | "xhtml") => Self::Html,
+            Some("pdf") => Self::Pdf,
+            _ if head.starts_with(b"%PDF-") => Self::Pdf,
+            _ => Self::Text,
+        }
+    }
+}
+
+/// A section heading found in a document's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Heading {
+    /// Byte offset in [`LoadedDocument::text`] where the heading line starts.
+    pub offset: usize,
+    /// Nesting depth: 1 is the top level.
+    pub level: u8,
+    /// The heading as a person would quote it, e.g. `3.10. Event Processing`.
+    pub title: String,
+}
+
+/// A file read into text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadedDocument {
+    /// The format the text came from.
+    pub format: Format,
+    /// The text to chunk and index; chunk byte ranges point into it.
+    pub text: String,
+    /// Headings in the order they appear in `text`.
+    pub headings: Vec<Heading>,
+    /// Problems that did not stop loading, such as replaced invalid UTF-8.
+    pub warnings: Vec<String>,
+    /// [`content_hash`] of the file's bytes, to notice when it changes.
+    pub hash: String,
+}
+
+/// Settings for [`load_document`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Files larger than this are skipped without being read. Default: 50 MiB.
+    pub max_file_bytes: u64,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        Self {
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+        }
+    }
+}
+
+/// Why a file was skipped. The message is for a person; the caller adds the path.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be opened or read.
+    #[error("cannot read: {0}")]
+    Io(#[from] io::Error),
+    /// The file holds nothing but whitespace, or no visible text.
+    #[error("empty file")]
+    Empty,
+    /// The file is over [`LoadOptions::max_file_bytes`].
+    #[error(
+        "larger than the {} limit ({size} bytes); raise --max-file-size to index it",
+        human_size(*.limit)
+    )]
+    TooLarge {
+        /// Size of the file in bytes.
+        size: u64,
+        /// The limit it exceeds, in bytes.
+        limit: u64,
+    },
+    /// The file looks like binary data rather than text.
+    #[error("binary file (NUL bytes in the first 8 KiB)")]
+    Binary,
+    /// The file starts with a UTF-16 byte order mark.
+    #[error("UTF-16 text is not supported; save it as UTF-8 to index it")]
+    Utf16,
+    /// Too much of the file is invalid UTF-8 to be text in that encoding.
+    #[error("not UTF-8 text ({invalid} of {len} bytes are invalid); save it as UTF-8 to index it")]
+    NotUtf8 {
+        /// Bytes that are not part of a valid UTF-8 sequence.
+        invalid: usize,
+        /// Length of the file in bytes.
+        len: usize,
+    },
+    /// The PDF has pages but no extractable text.
+    #[error("PDF has no text layer (scanned images?)")]
+    PdfNoText,
+    /// The PDF could not be parsed.
+    #[error("corrupt PDF: {0}")]
+    CorruptPdf(String),
+}
+
+/// The blake3 hash of `bytes` as lowercase hex: equal hashes mean unchanged files.
+#[must_use]
+pub fn content_hash(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex().to_string()
+}
+
+/// Reads the file at `path` into text, with its headings and content hash.
+///
+/// The size limit is checked against the file's metadata before anything is read, and text
+/// files are sniffed for NUL bytes before the rest of the file is read.
+pub fn load_document(path: &Path, options: &LoadOptions) -> Result<LoadedDocument, LoadError> {
+    let limit = options.max_file_bytes;
+    let file = File::open(path)?;
+    let size = file.metadata()?.len();
+    if size > limit {
+        return Err(LoadError::TooLarge { size, limit });
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    // Reading one byte past the limit catches a file that grew since its metadata was read.
+    let mut reader = file.take(limit.saturating_add(1));
+    reader.by_ref().take(SNIFF_BYTES).read_to_end(&mut bytes)?;
+    let format = Format::detect(path, &bytes);
+    if format != Format::Pdf {
+        if bytes.starts_with(b"\xFF\xFE") || bytes.starts_with(b"\xFE\xFF") {
+            return Err(LoadError::Utf16);
+        }
+        if bytes.contains(&0) {
+            return Err(LoadError::Binary);
+        }
+    }
+    reader.read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(LoadError::TooLarge {
+            size: bytes.len() as u64,
+            limit,
+        });
+    }
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(LoadError::Empty);
+    }
+
+    let mut warnings = Vec::new();
+    let (text, headings) = match format {
+        Format::Text => {
+            let text = decode_utf8(&bytes, &mut warnings)?;
+            let headings = text::headings(&text);
+            (text, headings)
+        }
+        Format::Markdown => {
+            let text = decode_utf8(&bytes, &mut warnings)?;
+            let headings = markdown::headings(&text);
+            (text, headings)
+        }
+        Format::Html => html::to_text(&decode_utf8(&bytes, &mut warnings)?),
+        Format::Pdf => {
+            let text = pdf::text(&bytes)?;
+            if text.trim().is_empty() {
+                return Err(LoadError::PdfNoText);
+            }
+            let headings = text::headings(&text);
+            (text, headings)
+        }
+    };
+    if text.trim().is_empty() {
+        return Err(LoadError::Empty);
+    }
+    Ok(LoadedDocument {
+        format,
+        text,
+        headings,
+        warnings,
+        hash: content_hash(&bytes),
+    })
+}
+
+/// `50 MiB` for whole mebibytes, otherwise the exact byte count.
+fn human_size(bytes: u64) -> String {
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else {
+        format!("{bytes}-byte")
+    }
+}
+
+/// Decodes UTF-8 without a BOM, replacing rare invalid sequences (a warning says how many) but
+/// refusing text where more than 1% of the bytes are invalid: that is another encoding.
+fn decode_utf8(bytes: &[u8], warnings: &mut Vec<String>) -> Result<String, LoadError> {
+    let bytes = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
+    let (invalid_bytes, invalid_sequences) = bytes
+        .utf8_chunks()
+        .map(|chunk| chunk.invalid().len())
+        .filter(|&len| len > 0)
+        .fold((0, 0), |(total, count), len| (total + len, count + 1));
+    if invalid_bytes * 100 > bytes.len() {
+        return Err(LoadError::NotUtf8 {
+            invalid: invalid_bytes,
+            len: bytes.len(),
+        });
+    }
+    if invalid_sequences > 0 {
+        warnings.push(format!(
+            "{invalid_sequences} invalid UTF-8 sequence(s) replaced with U+FFFD"
+        ));
+    }
+    Ok(String::from_utf8_lossy(bytes).into_owned())
+}
+
+/// Each line of `text` without its line ending, with the byte offset where it starts.
+fn lines_with_offsets(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.split_inclusive('\n').scan(0, |offset, line| {
+        let start = *offset;
+        *offset += line.len();
+        Some((start, line.trim_end_matches(['\n', '\r'])))
+    })
+}
+
+fn collapse_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::time::{Duration, Instant};
+    use tempfile::TempDir;
+
+    fn write(dir: &TempDir, name: &str, bytes: impl AsRef<[u8]>) -> std::path::PathBuf {
+        let path = dir.path().join(name);
+        fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    pub(super) fn load(name: &str, bytes: impl AsRef<[u8]>) -> Result<LoadedDocument, LoadError> {
+        let dir = TempDir::new().unwrap();
+        load_document(&write(&dir, name, bytes), &LoadOptions::default())
+    }
+
+    pub(super) fn titles(headings: &[Heading]) -> Vec<(u8, &str)> {
+        headings
+            .iter()
+            .map(|h| (h.level, h.title.as_str()))
+            .collect()
+    }
+
+    /// Checks that every heading's offset is the start of a line holding its first word.
+    pub(super) fn assert_offsets_match(document: &LoadedDocument) {
+        for heading in &document.headings {
+            let (before, after) = document.text.split_at(heading.offset);
+            let line = after.lines().next().unwrap();
+            let first_word = heading.title.split_whitespace().next().unwrap();
+            assert!(
+                line.contains(first_word),
+                "{heading:?} is not on line {line:?}"
+            );
+            assert!(before.is_empty() || before.ends_with('\n'));
+        }
+    }
+
+    #[test]
+    fn plain_text_is_kept_exactly_and_hashed() {
+        let text = "line one\r\nline two\n\n  indented\ttab\n";
+        let document = load("notes.txt", text).unwrap();
+        assert_eq!(document.format, Format::Text);
+        assert_eq!(document.text, text);
+        assert_eq!(document.hash, content_hash(text.as_bytes()));
+        assert!(document.warnings.is_empty());
+    }
+
+    #[test]
+    fn utf8_bom_is_stripped_but_hash_covers_the_raw_bytes() {
+        let bytes = b"\xEF\xBB\xBFhello";
+        let document = load("bom.txt", bytes).unwrap();
+        assert_eq!(document.text, "hello");
+        assert_eq!(document.hash, content_hash(bytes));
+    }
+
+    #[test]
+    fn empty_and_whitespace_only_files_are_empty() {
+        assert!(matches!(load("empty.txt", ""), Err(LoadError::Empty)));
+        assert!(matches!(
+            load("blank.md", " \n\t\r\n "),
+            Err(LoadError::Empty)
+        ));
+        assert!(matches!(
+            load("blank.html", "<html><p> &nbsp; </p></html>"),
+            Err(LoadError::Empty)
+        ));
+        assert_eq!(load("empty.txt", "").unwrap_err().to_string(), "empty file");
+    }
+
+    #[test]
+    fn rare_invalid_utf8_is_replaced_with_a_warning() {
+        let mut bytes = "abc ".repeat(100).into_bytes();
+        bytes[10] = 0xFF;
+        bytes[200] = 0xC3; // a lead byte without its continuation
+        let document = load("latin.txt", &bytes).unwrap();
+        assert_eq!(document.text.matches('\u{FFFD}').count(), 2);
+        assert_eq!(
+            document.warnings,
+            ["2 invalid UTF-8 sequence(s) replaced with U+FFFD"]
+        );
+    }
+
+    #[test]
+    fn mostly_invalid_utf8_is_refused() {
+        let latin1: Vec<u8> = b"caf\xE9 cr\xE8me br\xFBl\xE9e".to_vec();
+        let error = load("latin1.txt", &latin1).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                LoadError::NotUtf8 {
+                    invalid: 4,
+                    len: 17
+                }
+            ),
+            "{error:?}"
+        );
+        assert!(error.to_string().contains("save it as UTF-8"));
+    }
+
+    #[test]
+    fn binary_and_utf16_files_are_refused_whatever_their_extension() {
+        let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01";
+        assert!(matches!(load("image.png", png), Err(LoadError::Binary)));
+        assert!(matches!(load("disguised.txt", png), Err(LoadError::Binary)));
+        assert!(matches!(load("no_extension", png), Err(LoadError::Binary)));
+        assert!(matches!(
+            load("windows.txt", b"\xFF\xFEh\0i\0"),
+            Err(LoadError::Utf16)
+        ));
+        assert_eq!(
+            LoadError::Binary.to_string(),
+            "binary file (NUL bytes in the first 8 KiB)"
+        );
+    }
+
+    #[test]
+    fn unknown_extensions_are_sniffed_as_text() {
+        let document = load("Makefile", "all:\n\tcargo build\n").unwrap();
+        assert_eq!(document.format, Format::Text);
+        assert_eq!(document.text, "all:\n\tcargo build\n");
+    }
+
+    #[test]
+    fn size_limit_is_checked_from_metadata_before_reading() {
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("sparse.txt");
+        // A sparse file: its metadata says 1 GiB though nothing was written, so reading it
+        // would take seconds and a GiB of memory.
+        fs::File::create(&path).unwrap().set_len(1 << 30).unwrap();
+        let started = Instant::now();
+        let error = load_document(&path, &LoadOptions::default()).unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(1));
+        assert!(matches!(
+            error,
+            LoadError::TooLarge {
+                size: 1_073_741_824,
+                limit: DEFAULT_MAX_FILE_BYTES
+            }
+        ));
+        assert_eq!(
+            error.to_string(),
+            "larger than the 50 MiB limit (1073741824 bytes); raise --max-file-size to index it"
+        );
+
+        let small = LoadOptions { max_file_bytes: 4 };
+        let error = load_document(&write(&dir, "five.txt", "12345"), &small).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("larger than the 4-byte limit (5 bytes)")
+        );
+        assert!(load_document(&write(&dir, "four.txt", "1234"), &small).is_ok());
+    }
+
+    #[test]
+    fn a_folder_or_missing_file_cannot_be_read() {
+        // Root can read chmod-000 files, so a folder stands in for an unreadable file.
+        let dir = TempDir::new().unwrap();
+        let error = load_document(dir.path(), &LoadOptions::default()).unwrap_err();
+        assert!(matches!(error, LoadError::Io(_)));
+        assert!(error.to_string().starts_with("cannot read: "));
+        let missing = load_document(&dir.path().join("gone.txt"), &LoadOptions::default());
+        assert!(matches!(missing, Err(LoadError::Io(_))));
+    }
+}
