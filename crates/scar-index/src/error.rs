@@ -1,4 +1,4 @@
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Everything that can go wrong opening, reading or writing an index.
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +63,14 @@ impl IndexError {
             dir: dir.to_owned(),
             reason: error.to_string(),
         }
+    }
+}
+
+/// Turns an I/O error about `path` into an [`IndexError`] that names it.
+pub(crate) fn io_error(path: &Path) -> impl Fn(std::io::Error) -> IndexError + '_ {
+    move |source| IndexError::Io {
+        path: path.to_owned(),
+        source,
     }
 }
 

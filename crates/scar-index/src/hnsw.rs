@@ -23,7 +23,8 @@ use rayon::prelude::*;
 use scar_core::{ChunkId, dot};
 use serde::{Deserialize, Serialize};
 
-use crate::store::{Catalog, io_error};
+use crate::error::io_error;
+use crate::store::Catalog;
 use crate::{IndexError, Result};
 
 /// Rows linked between two progress reports and cancellation checks.

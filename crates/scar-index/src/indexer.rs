@@ -1,23 +1,18 @@
-//! The write side: bring an index up to date with a set of files, incrementally and crash-safely.
+//! Indexing runs: bring an index up to date with a set of files, incrementally and crash-safely.
+//! Files are loaded, cut and embedded here; the store's writer keeps the rows and commits them.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use scar_core::cosine;
 use scar_embed::Embedder;
-use tantivy::{TantivyDocument, Term, doc};
 
 use crate::chunk::{ChunkSpan, Chunker, ChunkerConfig};
 use crate::hnsw::{self, HnswGraph, HnswInfo, HnswParams};
 use crate::load::{LoadOptions, LoadedDocument, load_document};
-use crate::store::Index;
 use crate::store::{
-    Catalog, ChunkRecord, DocumentEntry, FORMAT_VERSION, Manifest, RECORD_BYTES, TextFields,
-    VectorEncoding, data_files, file_stamp, io_error, manifest_path, read_catalog, read_manifest,
-    text_dir,
+    DocumentEntry, Index, Manifest, NewDocument, VectorEncoding, Writer, file_stamp,
 };
 use crate::walk::discover;
 use crate::{IndexError, Result};
@@ -223,7 +218,11 @@ pub fn index_paths(
     cancel: &AtomicBool,
 ) -> Result<IndexReport> {
     let started = Instant::now();
-    let mut writer = Writer::open(dir, embedder, options)?;
+    let mut writer = Writer::open(
+        dir,
+        Manifest::new(embedder.info().clone(), options.chunker, options.vectors),
+    )?;
+    let chunker = Chunker::new(&writer.manifest().chunker, embedder.tokenizer())?;
     let mut report = IndexReport::default();
     let discovered = discover(roots);
     report.skipped.extend(
@@ -237,8 +236,7 @@ pub fn index_paths(
     let present: std::collections::HashSet<&Path> =
         discovered.files.iter().map(PathBuf::as_path).collect();
     let gone: Vec<u32> = writer
-        .catalog
-        .documents
+        .documents()
         .iter()
         .filter(|d| {
             roots.iter().any(|r| d.path.starts_with(r)) && !present.contains(d.path.as_path())
@@ -251,8 +249,7 @@ pub fn index_paths(
     }
 
     let by_path: HashMap<&Path, &DocumentEntry> = writer
-        .catalog
-        .documents
+        .documents()
         .iter()
         .map(|d| (d.path.as_path(), d))
         .collect();
@@ -297,12 +294,15 @@ pub fn index_paths(
                 });
             }
             Ok(document) => {
-                let unchanged = replaces
-                    .and_then(|slot| writer.catalog.documents.iter().find(|d| d.slot == slot))
-                    .is_some_and(|d| d.hash == document.hash);
-                if unchanged {
+                let unchanged = replaces.filter(|&slot| {
+                    writer
+                        .documents()
+                        .iter()
+                        .any(|d| d.slot == slot && d.hash == document.hash)
+                });
+                if let Some(slot) = unchanged {
                     // Touched but identical: remember the new timestamp, embed nothing.
-                    writer.touch(replaces, size, modified_ns);
+                    writer.touch(slot, size, modified_ns);
                     state.bytes_done += size;
                     report.unchanged += 1;
                 } else {
@@ -312,7 +312,7 @@ pub fn index_paths(
                             path: path.clone(),
                             reason: w.clone(),
                         }));
-                    let chunks = writer.chunker.chunk(&document)?;
+                    let chunks = chunker.chunk(&document)?;
                     pending.push(Pending {
                         path,
                         size,
@@ -326,7 +326,9 @@ pub fn index_paths(
         }
         let pending_chunks: usize = pending.iter().map(|p| p.chunks.len()).sum();
         if pending_chunks >= options.embed_batch_chunks {
-            writer.write(
+            write(
+                &mut writer,
+                embedder,
                 std::mem::take(&mut pending),
                 &mut report,
                 &mut state,
@@ -342,10 +344,16 @@ pub fn index_paths(
         }
     }
     if !report.cancelled {
-        writer.write(pending, &mut report, &mut state, started, progress)?;
+        write(
+            &mut writer,
+            embedder,
+            pending,
+            &mut report,
+            &mut state,
+            started,
+            progress,
+        )?;
     }
-    writer.commit()?;
-    writer.compact()?;
     writer.finish()?;
     report.hnsw_rows_linked =
         update_hnsw(dir, options.hnsw, started, &mut state, progress, cancel)?;
@@ -407,359 +415,77 @@ fn update_hnsw(
     graph.save(dir, catalog.generation)?;
     Ok(graph.rows() - before)
 }
-
-/// The open write side of an index: appends rows, tracks the catalog, commits.
-struct Writer<'e> {
-    dir: PathBuf,
-    manifest: Manifest,
-    catalog: Catalog,
-    chunker: Chunker,
-    embedder: &'e Embedder,
-    text: tantivy::IndexWriter<TantivyDocument>,
-    fields: TextFields,
-    files: [fs_err::File; 3],
-}
-
-impl<'e> Writer<'e> {
-    fn open(dir: &Path, embedder: &'e Embedder, options: &IndexOptions) -> Result<Self> {
-        let info = embedder.info().clone();
-        let manifest = if manifest_path(dir).is_file() {
-            let manifest = read_manifest(dir)?;
-            if manifest.model.id != info.id || manifest.model.dimension != info.dimension {
-                return Err(IndexError::ModelMismatch {
-                    dir: dir.to_owned(),
-                    index_model: manifest.model.id,
-                    requested: info.id,
-                });
-            }
-            manifest
-        } else {
-            create(
-                dir,
-                Manifest {
-                    format_version: FORMAT_VERSION,
-                    model: info,
-                    chunker: options.chunker,
-                    vectors: options.vectors,
-                },
-            )?
-        };
-        let text =
-            tantivy::Index::open_in_dir(text_dir(dir)).map_err(|e| IndexError::text(dir, &e))?;
-        let writer = text.writer(50_000_000).map_err(|e| match e {
-            tantivy::TantivyError::LockFailure(..) => IndexError::Busy(dir.to_owned()),
-            other => IndexError::text(dir, &other),
-        })?;
-        let catalog = read_catalog(dir, &text)?;
-        let chunker = Chunker::new(&manifest.chunker, embedder.tokenizer())?;
-        remove_stale_generations(dir, catalog.generation)?;
-        let files = open_data_files(dir, &manifest, &catalog)?;
-        let (_, fields) = TextFields::schema();
-        Ok(Self {
-            dir: dir.to_owned(),
-            manifest,
-            catalog,
-            chunker,
-            embedder,
-            text: writer,
-            fields,
-            files,
+/// Embeds the pending documents together and appends them to the index (uncommitted).
+fn write(
+    writer: &mut Writer,
+    embedder: &Embedder,
+    pending: Vec<Pending>,
+    report: &mut IndexReport,
+    state: &mut IndexProgress,
+    started: Instant,
+    progress: &mut dyn FnMut(&IndexProgress),
+) -> Result<()> {
+    let prepend = writer.manifest().chunker.prepend_headings;
+    let texts: Vec<std::borrow::Cow<'_, str>> = pending
+        .iter()
+        .flat_map(|p| {
+            p.chunks
+                .iter()
+                .map(|c| c.embedding_text(&p.document.text, prepend))
         })
-    }
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
+    let (chunks_before, tokens_before) = (state.chunks, state.tokens);
+    let embeddings = embedder
+        .embed_passages(&refs, &mut |p| {
+            state.chunks = chunks_before + p.done;
+            state.tokens = tokens_before + p.tokens;
+            state.elapsed = started.elapsed();
+            progress(state);
+        })
+        .map_err(IndexError::Embed)?;
+    report.chunks += embeddings.len();
+    report.tokens += embeddings.token_counts.iter().sum::<usize>();
+    report.truncated += embeddings.truncated;
 
-    fn remove(&mut self, slot: u32) {
-        self.text
-            .delete_term(Term::from_field_u64(self.fields.slot, u64::from(slot)));
-        self.catalog.documents.retain(|d| d.slot != slot);
-    }
-
-    fn touch(&mut self, slot: Option<u32>, size: u64, modified_ns: u64) {
-        if let Some(entry) = self
-            .catalog
-            .documents
-            .iter_mut()
-            .find(|d| Some(d.slot) == slot)
-        {
-            entry.size = size;
-            entry.modified_ns = modified_ns;
+    let dimension = embeddings.dimension;
+    let mut row = 0;
+    for p in pending {
+        state.bytes_done += p.size;
+        if p.chunks.is_empty() {
+            report.skipped.push(Skipped {
+                path: p.path,
+                reason: "no text to index".into(),
+            });
+            continue;
         }
-    }
-
-    /// Embeds the pending documents together and appends them (uncommitted).
-    fn write(
-        &mut self,
-        pending: Vec<Pending>,
-        report: &mut IndexReport,
-        state: &mut IndexProgress,
-        started: Instant,
-        progress: &mut dyn FnMut(&IndexProgress),
-    ) -> Result<()> {
-        let prepend = self.manifest.chunker.prepend_headings;
-        let texts: Vec<std::borrow::Cow<'_, str>> = pending
+        let rows = row..row + p.chunks.len();
+        row = rows.end;
+        if let Some(old) = p.replaces {
+            writer.remove(old);
+            report.updated += 1;
+        } else {
+            report.added += 1;
+        }
+        let text = &p.document.text;
+        let token_counts = p
+            .chunks
             .iter()
-            .flat_map(|p| {
-                p.chunks
-                    .iter()
-                    .map(|c| c.embedding_text(&p.document.text, prepend))
-            })
-            .collect();
-        let refs: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
-        let (chunks_before, tokens_before) = (state.chunks, state.tokens);
-        let embeddings = self
-            .embedder
-            .embed_passages(&refs, &mut |p| {
-                state.chunks = chunks_before + p.done;
-                state.tokens = tokens_before + p.tokens;
-                state.elapsed = started.elapsed();
-                progress(state);
-            })
+            .map(|chunk| embedder.count_tokens(&text[chunk.bytes.clone()]))
+            .collect::<Result<Vec<_>, _>>()
             .map_err(IndexError::Embed)?;
-        report.chunks += embeddings.len();
-        report.tokens += embeddings.token_counts.iter().sum::<usize>();
-        report.truncated += embeddings.truncated;
-
-        let mut row = 0;
-        for p in pending {
-            state.bytes_done += p.size;
-            if p.chunks.is_empty() {
-                report.skipped.push(Skipped {
-                    path: p.path,
-                    reason: "no text to index".into(),
-                });
-                continue;
-            }
-            let rows = row..row + p.chunks.len();
-            row = rows.end;
-            if let Some(old) = p.replaces {
-                self.remove(old);
-                report.updated += 1;
-            } else {
-                report.added += 1;
-            }
-            self.append(&p, &embeddings, rows)?;
-        }
-        Ok(())
-    }
-
-    fn append(
-        &mut self,
-        pending: &Pending,
-        embeddings: &scar_embed::Embeddings,
-        rows: std::ops::Range<usize>,
-    ) -> Result<()> {
-        let slot = self.catalog.next_slot;
-        self.catalog.next_slot += 1;
-        let first_row = self.catalog.rows;
-        let text = &pending.document.text;
-        let mut vectors = Vec::new();
-        let mut records = Vec::new();
-        let mut strings = Vec::new();
-        for (ordinal, (chunk, row)) in pending.chunks.iter().zip(rows.clone()).enumerate() {
-            let vector = embeddings.row(row);
-            match self.manifest.vectors {
-                VectorEncoding::F32 => vector.iter().for_each(|x| vectors.extend(x.to_le_bytes())),
-                VectorEncoding::F16 => vector
-                    .iter()
-                    .for_each(|x| vectors.extend(half::f16::from_f32(*x).to_le_bytes())),
-            }
-            let continuity_next = if row + 1 < rows.end {
-                cosine(vector, embeddings.row(row + 1))
-            } else {
-                f32::NAN
-            };
-            let own = &text[chunk.bytes.clone()];
-            let token_count = self.embedder.count_tokens(own).map_err(IndexError::Embed)?;
-            let record = ChunkRecord {
-                slot,
-                ordinal: ordinal as u32,
-                bytes: (chunk.bytes.start as u32, chunk.bytes.end as u32),
-                chars: (chunk.chars.start as u32, chunk.chars.end as u32),
-                token_count: token_count as u32,
-                section: chunk.section,
-                continuity_next,
-                text_offset: self.catalog.string_bytes + strings.len() as u64,
-                text_len: own.len() as u32,
-                heading_len: chunk.heading_path.len() as u32,
-            };
-            records.extend(record.encode());
-            strings.extend(own.as_bytes());
-            strings.extend(chunk.heading_path.as_bytes());
-            self.text
-                .add_document(doc!(
-                    self.fields.slot => u64::from(slot),
-                    self.fields.ordinal => ordinal as u64,
-                    self.fields.text => format!("{} {own}", chunk.heading_path),
-                ))
-                .map_err(|e| IndexError::text(&self.dir, &e))?;
-        }
-        for (file, bytes) in self.files.iter_mut().zip([&vectors, &records, &strings]) {
-            file.write_all(bytes).map_err(|e| IndexError::Io {
-                path: file.path().to_owned(),
-                source: e,
-            })?;
-        }
-        self.catalog.rows += pending.chunks.len() as u32;
-        self.catalog.string_bytes += strings.len() as u64;
-        self.catalog.documents.push(DocumentEntry {
-            slot,
-            path: pending.path.clone(),
-            hash: pending.document.hash.clone(),
-            size: pending.size,
-            modified_ns: pending.modified_ns,
-            first_row,
-            chunk_count: pending.chunks.len() as u32,
-        });
-        Ok(())
-    }
-
-    /// Makes the data durable, then publishes the catalog with the text index in one commit.
-    fn commit(&mut self) -> Result<()> {
-        for file in &self.files {
-            file.sync_data().map_err(|e| IndexError::Io {
-                path: file.path().to_owned(),
-                source: e,
-            })?;
-        }
-        let payload = serde_json::to_string(&self.catalog).map_err(|e| IndexError::Corrupt {
-            path: self.dir.clone(),
-            reason: e.to_string(),
+        writer.append(&NewDocument {
+            path: &p.path,
+            hash: &p.document.hash,
+            size: p.size,
+            modified_ns: p.modified_ns,
+            text,
+            chunks: &p.chunks,
+            vectors: &embeddings.data[rows.start * dimension..rows.end * dimension],
+            token_counts: &token_counts,
         })?;
-        let mut commit = self
-            .text
-            .prepare_commit()
-            .map_err(|e| IndexError::text(&self.dir, &e))?;
-        commit.set_payload(&payload);
-        commit
-            .commit()
-            .map_err(|e| IndexError::text(&self.dir, &e))?;
-        Ok(())
-    }
-
-    /// Rewrites the data files without dead rows, as a new generation, when there are any.
-    fn compact(&mut self) -> Result<()> {
-        if self.catalog.dead_rows() == 0 {
-            return Ok(());
-        }
-        let old = data_files(&self.dir, self.catalog.generation);
-        let read = |path: &PathBuf| fs_err::read(path).map_err(io_error(path));
-        let (vectors, records, strings) = (read(&old[0])?, read(&old[1])?, read(&old[2])?);
-        let row_bytes = self.manifest.row_bytes();
-        let mut next = Catalog {
-            generation: self.catalog.generation + 1,
-            ..self.catalog.clone()
-        };
-        let (mut new_vectors, mut new_records, mut new_strings) =
-            (Vec::new(), Vec::new(), Vec::new());
-        let mut row = 0u32;
-        for document in &mut next.documents {
-            let first = document.first_row as usize;
-            let count = document.chunk_count as usize;
-            new_vectors.extend_from_slice(&vectors[first * row_bytes..(first + count) * row_bytes]);
-            for r in first..first + count {
-                let record_bytes = &records[r * RECORD_BYTES..(r + 1) * RECORD_BYTES];
-                let mut record = ChunkRecord::decode(record_bytes);
-                let start = record.text_offset as usize;
-                let end = start + (record.text_len + record.heading_len) as usize;
-                record.text_offset = new_strings.len() as u64;
-                new_strings.extend_from_slice(&strings[start..end]);
-                new_records.extend(record.encode());
-            }
-            document.first_row = row;
-            row += document.chunk_count;
-        }
-        next.rows = row;
-        next.string_bytes = new_strings.len() as u64;
-        let new = data_files(&self.dir, next.generation);
-        for (path, bytes) in new.iter().zip([&new_vectors, &new_records, &new_strings]) {
-            let mut file = fs_err::File::create(path).map_err(io_error(path))?;
-            file.write_all(bytes).map_err(io_error(path))?;
-            file.sync_data().map_err(io_error(path))?;
-        }
-        self.catalog = next;
-        self.files = open_data_files(&self.dir, &self.manifest, &self.catalog)?;
-        self.commit()?;
-        remove_stale_generations(&self.dir, self.catalog.generation)
-    }
-
-    fn finish(self) -> Result<()> {
-        self.text
-            .wait_merging_threads()
-            .map_err(|e| IndexError::text(&self.dir, &e))
-    }
-}
-
-/// Creates a new index folder; the manifest is written last, so a folder without one is never
-/// mistaken for an index.
-fn create(dir: &Path, manifest: Manifest) -> Result<Manifest> {
-    let text = text_dir(dir);
-    if text.exists() {
-        // Left by a crash during an earlier creation.
-        fs_err::remove_dir_all(&text).map_err(io_error(&text))?;
-    }
-    fs_err::create_dir_all(&text).map_err(io_error(&text))?;
-    let (schema, _) = TextFields::schema();
-    tantivy::Index::create_in_dir(&text, schema).map_err(|e| IndexError::text(dir, &e))?;
-    let path = manifest_path(dir);
-    let temporary = path.with_extension("json.tmp");
-    let json = serde_json::to_string_pretty(&manifest).map_err(|e| IndexError::Corrupt {
-        path: path.clone(),
-        reason: e.to_string(),
-    })?;
-    fs_err::write(&temporary, json).map_err(io_error(&temporary))?;
-    fs_err::rename(&temporary, &path).map_err(io_error(&path))?;
-    Ok(manifest)
-}
-
-/// Deletes data files of every generation but the committed one: the old generation once a
-/// compaction is committed, or a new one whose compaction a crash interrupted.
-fn remove_stale_generations(dir: &Path, committed: u64) -> Result<()> {
-    let current = data_files(dir, committed);
-    for entry in fs_err::read_dir(dir).map_err(io_error(dir))?.flatten() {
-        let path = entry.path();
-        let is_data = path.extension().is_some_and(|e| e == "bin");
-        if is_data && !current.contains(&path) {
-            fs_err::remove_file(&path).map_err(io_error(&path))?;
-        }
     }
     Ok(())
-}
-
-/// Opens a generation's data files for appending, after cutting them back to their committed
-/// lengths (dropping whatever a crash left behind).
-fn open_data_files(
-    dir: &Path,
-    manifest: &Manifest,
-    catalog: &Catalog,
-) -> Result<[fs_err::File; 3]> {
-    let current = data_files(dir, catalog.generation);
-    let rows = u64::from(catalog.rows);
-    let lengths = [
-        rows * manifest.row_bytes() as u64,
-        rows * RECORD_BYTES as u64,
-        catalog.string_bytes,
-    ];
-    let open = |path: &PathBuf, length: u64| -> Result<fs_err::File> {
-        let file = fs_err::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .read(true)
-            .open(path)
-            .map_err(io_error(path))?;
-        let actual = file.metadata().map_err(io_error(path))?.len();
-        if actual < length {
-            return Err(IndexError::Corrupt {
-                path: path.clone(),
-                reason: format!("{actual} bytes, but {length} were committed"),
-            });
-        }
-        file.set_len(length).map_err(io_error(path))?;
-        Ok(file)
-    };
-    Ok([
-        open(&current[0], lengths[0])?,
-        open(&current[1], lengths[1])?,
-        open(&current[2], lengths[2])?,
-    ])
 }
 
 #[cfg(test)]

@@ -1,0 +1,318 @@
+//! The on-disk format: the manifest, the catalog, the chunk records, the tantivy schema and the
+//! names of the files, and how the manifest and the catalog are read back.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use tantivy::schema::{Field, INDEXED, STORED, Schema, TEXT};
+
+use crate::chunk::ChunkerConfig;
+use crate::error::io_error;
+use crate::{IndexError, Result};
+
+/// Bumped whenever the on-disk layout changes.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// How embeddings are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum VectorEncoding {
+    /// 4 bytes a dimension, memory-mapped as is.
+    #[default]
+    F32,
+    /// 2 bytes a dimension on disk (half the size), widened to f32 when the index is opened.
+    F16,
+}
+
+impl VectorEncoding {
+    /// Bytes per dimension.
+    pub(crate) fn bytes(self) -> usize {
+        match self {
+            Self::F32 => 4,
+            Self::F16 => 2,
+        }
+    }
+}
+
+/// What an index was built with; fixed when it is created.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// On-disk layout version.
+    pub format_version: u32,
+    /// The embedding model (its id, dimension, pooling, length limit, query prefix).
+    pub model: scar_embed::ModelInfo,
+    /// How documents were cut.
+    pub chunker: ChunkerConfig,
+    /// How vectors are stored.
+    pub vectors: VectorEncoding,
+}
+
+impl Manifest {
+    /// The manifest of a new index, in this build's format.
+    pub(crate) fn new(
+        model: scar_embed::ModelInfo,
+        chunker: ChunkerConfig,
+        vectors: VectorEncoding,
+    ) -> Self {
+        Self {
+            format_version: FORMAT_VERSION,
+            model,
+            chunker,
+            vectors,
+        }
+    }
+
+    /// Bytes of one stored vector.
+    pub(crate) fn row_bytes(&self) -> usize {
+        self.model.dimension * self.vectors.bytes()
+    }
+}
+
+/// One indexed document, as the catalog records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DocumentEntry {
+    /// Stable id of this version of the document (never reused).
+    pub slot: u32,
+    /// Canonical path of the file.
+    pub path: PathBuf,
+    /// blake3 of the file's bytes.
+    pub hash: String,
+    /// File size and modification time (ns since the epoch) when indexed: a cheap change check.
+    pub size: u64,
+    /// See `size`.
+    pub modified_ns: u64,
+    /// Its rows: `first_row .. first_row + chunk_count`.
+    pub first_row: u32,
+    /// Number of chunks.
+    pub chunk_count: u32,
+}
+
+/// A file's size and modification time (ns since the epoch): the cheap check that it has not
+/// changed since it was indexed.
+#[must_use]
+pub fn file_stamp(metadata: &std::fs::Metadata) -> (u64, u64) {
+    let modified_ns = metadata
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as u64);
+    (metadata.len(), modified_ns)
+}
+
+impl DocumentEntry {
+    /// True when a file with this metadata looks unchanged since it was indexed.
+    #[must_use]
+    pub fn is_current(&self, metadata: &std::fs::Metadata) -> bool {
+        file_stamp(metadata) == (self.size, self.modified_ns)
+    }
+
+    /// The rows (chunk ids) of this document.
+    #[must_use]
+    pub fn rows(&self) -> Range<u32> {
+        self.first_row..self.first_row + self.chunk_count
+    }
+}
+
+/// The committed state: the tantivy commit payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Catalog {
+    /// Which generation of data files is current.
+    pub generation: u64,
+    /// Rows committed in the data files (live or not).
+    pub rows: u32,
+    /// Bytes committed in the strings file.
+    pub string_bytes: u64,
+    /// The next document slot to hand out.
+    pub next_slot: u32,
+    /// Live documents, in row order.
+    pub documents: Vec<DocumentEntry>,
+}
+
+impl Catalog {
+    /// Rows owned by no document.
+    #[must_use]
+    pub fn dead_rows(&self) -> u32 {
+        self.rows - self.documents.iter().map(|d| d.chunk_count).sum::<u32>()
+    }
+}
+
+/// Size of one chunk record in `chunks.<gen>.bin`.
+pub(crate) const RECORD_BYTES: usize = 52;
+
+/// A chunk's fixed-size record.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct ChunkRecord {
+    pub slot: u32,
+    pub ordinal: u32,
+    pub bytes: (u32, u32),
+    pub chars: (u32, u32),
+    pub token_count: u32,
+    pub section: Option<u32>,
+    /// cos(this chunk, the next one in its document); NaN for a document's last chunk.
+    pub continuity_next: f32,
+    pub text_offset: u64,
+    pub text_len: u32,
+    pub heading_len: u32,
+}
+
+impl ChunkRecord {
+    pub(crate) fn encode(&self) -> [u8; RECORD_BYTES] {
+        let mut out = [0u8; RECORD_BYTES];
+        let words = [
+            self.slot,
+            self.ordinal,
+            self.bytes.0,
+            self.bytes.1,
+            self.chars.0,
+            self.chars.1,
+            self.token_count,
+            self.section.unwrap_or(u32::MAX),
+            self.continuity_next.to_bits(),
+        ];
+        for (i, word) in words.iter().enumerate() {
+            out[i * 4..i * 4 + 4].copy_from_slice(&word.to_le_bytes());
+        }
+        out[36..44].copy_from_slice(&self.text_offset.to_le_bytes());
+        out[44..48].copy_from_slice(&self.text_len.to_le_bytes());
+        out[48..52].copy_from_slice(&self.heading_len.to_le_bytes());
+        out
+    }
+
+    pub(crate) fn decode(bytes: &[u8]) -> Self {
+        let word =
+            |i: usize| u32::from_le_bytes(bytes[i * 4..i * 4 + 4].try_into().unwrap_or_default());
+        let mut offset = [0u8; 8];
+        offset.copy_from_slice(&bytes[36..44]);
+        Self {
+            slot: word(0),
+            ordinal: word(1),
+            bytes: (word(2), word(3)),
+            chars: (word(4), word(5)),
+            token_count: word(6),
+            section: Some(word(7)).filter(|&s| s != u32::MAX),
+            continuity_next: f32::from_bits(word(8)),
+            text_offset: u64::from_le_bytes(offset),
+            text_len: word(11),
+            heading_len: word(12),
+        }
+    }
+}
+
+/// The tantivy fields.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TextFields {
+    pub slot: Field,
+    pub ordinal: Field,
+    pub text: Field,
+}
+
+impl TextFields {
+    pub(crate) fn schema() -> (Schema, Self) {
+        let mut builder = Schema::builder();
+        let fields = Self {
+            slot: builder.add_u64_field("slot", INDEXED | STORED),
+            ordinal: builder.add_u64_field("ordinal", STORED),
+            text: builder.add_text_field("text", TEXT),
+        };
+        (builder.build(), fields)
+    }
+}
+
+pub(crate) fn manifest_path(dir: &Path) -> PathBuf {
+    dir.join("manifest.json")
+}
+
+pub(crate) fn text_dir(dir: &Path) -> PathBuf {
+    dir.join("text")
+}
+
+/// The three data files of a generation.
+pub(crate) fn data_files(dir: &Path, generation: u64) -> [PathBuf; 3] {
+    ["vectors", "chunks", "strings"].map(|name| dir.join(format!("{name}.{generation}.bin")))
+}
+
+pub(crate) fn read_manifest(dir: &Path) -> Result<Manifest> {
+    let path = manifest_path(dir);
+    if !path.is_file() {
+        return Err(IndexError::NotAnIndex(dir.to_owned()));
+    }
+    let text = fs_err::read_to_string(&path).map_err(io_error(&path))?;
+    let manifest: Manifest = serde_json::from_str(&text).map_err(|e| IndexError::Corrupt {
+        path: path.clone(),
+        reason: e.to_string(),
+    })?;
+    if manifest.format_version != FORMAT_VERSION {
+        return Err(IndexError::Corrupt {
+            path,
+            reason: format!(
+                "format version {} (this build reads {FORMAT_VERSION}); rebuild the index",
+                manifest.format_version
+            ),
+        });
+    }
+    Ok(manifest)
+}
+
+pub(crate) fn read_catalog(dir: &Path, tantivy: &tantivy::Index) -> Result<Catalog> {
+    let metas = tantivy
+        .load_metas()
+        .map_err(|e| IndexError::text(dir, &e))?;
+    match metas.payload {
+        None => Ok(Catalog::default()),
+        Some(payload) => serde_json::from_str(&payload).map_err(|e| IndexError::Corrupt {
+            path: text_dir(dir),
+            reason: format!("commit payload: {e}"),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_records_round_trip() {
+        let record = ChunkRecord {
+            slot: 7,
+            ordinal: 3,
+            bytes: (100, 260),
+            chars: (98, 250),
+            token_count: 41,
+            section: Some(2),
+            continuity_next: 0.625,
+            text_offset: 5_000_000_000,
+            text_len: 160,
+            heading_len: 12,
+        };
+        assert_eq!(ChunkRecord::decode(&record.encode()), record);
+        let last = ChunkRecord {
+            section: None,
+            continuity_next: f32::NAN,
+            ..record
+        };
+        let decoded = ChunkRecord::decode(&last.encode());
+        assert_eq!(decoded.section, None);
+        assert!(decoded.continuity_next.is_nan());
+    }
+
+    #[test]
+    fn dead_rows_are_rows_no_document_owns() {
+        let document = |slot, first_row, chunk_count| DocumentEntry {
+            slot,
+            path: PathBuf::from(format!("{slot}.txt")),
+            hash: String::new(),
+            size: 0,
+            modified_ns: 0,
+            first_row,
+            chunk_count,
+        };
+        let catalog = Catalog {
+            rows: 10,
+            documents: vec![document(0, 0, 3), document(2, 6, 4)],
+            ..Catalog::default()
+        };
+        assert_eq!(catalog.dead_rows(), 3);
+        assert_eq!(catalog.documents[1].rows(), 6..10);
+    }
+}
