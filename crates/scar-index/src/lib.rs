@@ -32,17 +32,17 @@
 //! ```
 
 pub mod chunk;
-mod dense;
 mod error;
 pub mod hnsw;
 mod indexer;
 pub mod load;
+mod search;
 pub mod store;
 pub mod walk;
 
 pub use chunk::{ChunkUnit, ChunkerConfig};
-pub use dense::exact_top_k;
 pub use error::{IndexError, Result};
 pub use hnsw::{HnswGraph, HnswInfo, HnswParams};
 pub use indexer::{HnswSetting, IndexOptions, IndexProgress, IndexReport, Skipped, index_paths};
+pub use search::exact_top_k;
 pub use store::{ChunkView, DocumentEntry, Index, Manifest, VectorEncoding};

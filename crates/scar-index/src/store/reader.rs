@@ -5,14 +5,14 @@ use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 use scar_core::{ChunkId, Position, Side, cosine};
-use tantivy::schema::Value;
 
 use super::format::{
-    Catalog, ChunkRecord, DocumentEntry, Manifest, RECORD_BYTES, TextFields, VectorEncoding,
-    data_files, read_catalog, read_manifest, text_dir,
+    Catalog, ChunkRecord, DocumentEntry, Manifest, RECORD_BYTES, VectorEncoding, data_files,
+    read_catalog, read_manifest, text_dir,
 };
 use crate::error::io_error;
 use crate::hnsw::{HnswGraph, HnswInfo};
+use crate::search::TextIndex;
 use crate::{IndexError, Result};
 
 fn map_file(path: &Path, committed: u64) -> Result<Option<Mmap>> {
@@ -73,9 +73,8 @@ pub struct Index {
     strings: Option<Mmap>,
     /// For each row, the index of its document in `catalog.documents` (`u32::MAX`: dead row).
     row_documents: Vec<u32>,
-    text: tantivy::Index,
-    text_reader: tantivy::IndexReader,
-    fields: TextFields,
+    /// The chunk texts, for BM25.
+    text: TextIndex,
     /// The HNSW graph, when the index has a current one (`scar index --hnsw`).
     hnsw: Option<HnswGraph>,
 }
@@ -118,8 +117,7 @@ impl Index {
                 row_documents[row as usize] = i as u32;
             }
         }
-        let text_reader = text.reader().map_err(|e| IndexError::text(&dir, &e))?;
-        let (_, fields) = TextFields::schema();
+        let text = TextIndex::new(&dir, text)?;
         let hnsw = HnswGraph::open(&dir, &catalog, manifest.model.dimension, false)?;
         Ok(Self {
             dir,
@@ -130,8 +128,6 @@ impl Index {
             strings,
             row_documents,
             text,
-            text_reader,
-            fields,
             hnsw,
         })
     }
@@ -148,6 +144,10 @@ impl Index {
 
     pub(crate) fn hnsw_graph(&self) -> Option<&HnswGraph> {
         self.hnsw.as_ref()
+    }
+
+    pub(crate) fn text(&self) -> &TextIndex {
+        &self.text
     }
 
     /// True for a row that belongs to a live document.
@@ -292,41 +292,6 @@ impl Index {
             .map(|_| self.record(id).continuity_next)
     }
 
-    /// BM25 over chunk text: up to `k` live chunks, best first, with their scores.
-    pub fn bm25_search(&self, query: &str, k: usize) -> Result<Vec<(ChunkId, f32)>> {
-        let searcher = self.text_reader.searcher();
-        let parser = tantivy::query::QueryParser::for_index(&self.text, vec![self.fields.text]);
-        // Questions are prose, not query syntax: a stray quote or colon must not fail the search.
-        let (query, _) = parser.parse_query_lenient(query);
-        let top = searcher
-            .search(
-                &query,
-                &tantivy::collector::TopDocs::with_limit(k.max(1)).order_by_score(),
-            )
-            .map_err(|e| IndexError::text(&self.dir, &e))?;
-        let mut hits = Vec::with_capacity(top.len());
-        for (score, address) in top {
-            let doc: tantivy::TantivyDocument = searcher
-                .doc(address)
-                .map_err(|e| IndexError::text(&self.dir, &e))?;
-            let number = |field| doc.get_first(field).and_then(|v| v.as_u64());
-            let (Some(slot), Some(ordinal)) =
-                (number(self.fields.slot), number(self.fields.ordinal))
-            else {
-                continue;
-            };
-            if let Some(document) = self
-                .catalog
-                .documents
-                .iter()
-                .find(|d| u64::from(d.slot) == slot)
-            {
-                hits.push((ChunkId(document.first_row + ordinal as u32), score));
-            }
-        }
-        Ok(hits)
-    }
-
     /// Checks what a crash must never break: every live chunk has its record, its vector (unit
     /// length, finite) and its text; ordinals are contiguous; stored continuity equals the
     /// recomputed cosine; tantivy holds exactly the live documents. Returns the problems found.
@@ -371,12 +336,7 @@ impl Index {
                 }
             }
         }
-        let searcher = self.text_reader.searcher();
-        let live_docs: u64 = searcher
-            .segment_readers()
-            .iter()
-            .map(|r| u64::from(r.num_docs()))
-            .sum();
+        let live_docs = self.text.live_chunks();
         if live_docs != self.len() as u64 {
             problems.push(format!(
                 "text index holds {live_docs} chunks, catalog {}",

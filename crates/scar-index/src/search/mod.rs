@@ -1,0 +1,7 @@
+//! Searching an open index: dense search (exact, or through the HNSW graph) and BM25.
+
+mod bm25;
+mod dense;
+
+pub(crate) use bm25::TextIndex;
+pub use dense::exact_top_k;
