@@ -10,8 +10,8 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use scar_embed::{EmbedOptions, Embedder, ModelLocator};
 use scar_index::{
-    ChunkUnit, ChunkerConfig, HnswParams, HnswSetting, IndexOptions, IndexProgress, VectorEncoding,
-    index_paths,
+    ChunkUnit, ChunkerConfig, HnswParams, HnswSetting, IndexOptions, IndexProgress, LoadOptions,
+    VectorEncoding, index_paths,
 };
 
 use crate::settings::{Settings, Source};
@@ -147,7 +147,7 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
         } else {
             VectorEncoding::F32
         },
-        load: scar_index::load::LoadOptions {
+        load: LoadOptions {
             max_file_bytes: args.max_file_mib * 1024 * 1024,
         },
         hnsw: args.hnsw.setting(current_graph),

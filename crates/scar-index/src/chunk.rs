@@ -47,7 +47,7 @@ impl Default for ChunkerConfig {
 
 /// One chunk of a document, before embedding.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChunkSpan {
+pub(crate) struct ChunkSpan {
     /// Byte range in the document's text.
     pub bytes: Range<usize>,
     /// Character (code point) range in the document's text.
@@ -76,7 +76,7 @@ impl ChunkSpan {
 }
 
 /// Cuts documents according to a [`ChunkerConfig`].
-pub struct Chunker {
+pub(crate) struct Chunker {
     config: ChunkerConfig,
     /// The model's tokenizer with truncation off, so that a long text is not under-counted.
     tokenizer: Tokenizer,

@@ -1,11 +1,12 @@
 //! Turns a folder of documents into a persistent local index that SCAR can walk.
 //!
-//! Files are found ([`walk`]), read into text ([`load`]), cut into ordered chunks with
-//! text-splitter ([`chunk`]), embedded, and stored ([`store`]): tantivy holds the text for BM25,
-//! a flat vector store holds the embeddings, and the cosine between each chunk and the next one
-//! in its document is stored at indexing time, which is all SCAR's continuity penalty needs.
-//! Indexing is incremental (only new or changed files are embedded) and crash-safe (one atomic
-//! commit point; see [`store`]).
+//! Files are found under the roots, read into text with their headings ([`load_document`]), cut
+//! into ordered chunks with text-splitter ([`ChunkerConfig`]), embedded, and stored: tantivy
+//! holds the text for BM25, a flat vector store holds the embeddings, and the cosine between each
+//! chunk and the next one in its document is stored at indexing time, which is all SCAR's
+//! continuity penalty needs. Indexing ([`index_paths`]) is incremental (only new or changed files
+//! are embedded) and crash-safe (one atomic commit point: a tantivy commit whose payload is the
+//! [`Catalog`]). An [`Index`] reads what was committed.
 //!
 //! ```no_run
 //! use std::sync::atomic::AtomicBool;
@@ -31,18 +32,19 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub mod chunk;
+mod chunk;
 mod error;
-pub mod hnsw;
+mod hnsw;
 mod indexer;
-pub mod load;
+mod load;
 mod search;
-pub mod store;
-pub mod walk;
+mod store;
+mod walk;
 
 pub use chunk::{ChunkUnit, ChunkerConfig};
 pub use error::{IndexError, Result};
 pub use hnsw::{HnswGraph, HnswInfo, HnswParams};
 pub use indexer::{HnswSetting, IndexOptions, IndexProgress, IndexReport, Skipped, index_paths};
+pub use load::{Format, Heading, LoadError, LoadOptions, LoadedDocument, load_document};
 pub use search::exact_top_k;
-pub use store::{ChunkView, DocumentEntry, Index, Manifest, VectorEncoding};
+pub use store::{Catalog, ChunkView, DocumentEntry, Index, Manifest, VectorEncoding};

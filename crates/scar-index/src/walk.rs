@@ -8,7 +8,7 @@ use walkdir::WalkDir;
 
 /// What [`discover`] found: the files to load, and what it passed over and why.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Discovered {
+pub(crate) struct Discovered {
     /// Regular files as canonical absolute paths, sorted, each once.
     pub files: Vec<PathBuf>,
     /// Paths that could not be used, in the order met, each with a reason for a person.
@@ -21,7 +21,7 @@ pub struct Discovered {
 /// [`Discovered::skipped`] rather than stopping the walk. Hidden files and folders (names
 /// starting with `.`) inside a folder are left out, but a hidden root is taken as asked.
 #[must_use]
-pub fn discover(roots: &[PathBuf]) -> Discovered {
+pub(crate) fn discover(roots: &[PathBuf]) -> Discovered {
     let mut found = Discovered::default();
     for root in roots {
         let entries = WalkDir::new(root)

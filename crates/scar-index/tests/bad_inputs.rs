@@ -3,8 +3,7 @@
 
 use std::path::Path;
 
-use scar_index::load::LoadOptions;
-use scar_index::{Index, IndexOptions};
+use scar_index::{Index, IndexOptions, LoadOptions};
 
 use crate::common::{assert_consistent, index, minilm};
 

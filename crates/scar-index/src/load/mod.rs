@@ -16,7 +16,7 @@ use std::path::Path;
 
 const MIB: u64 = 1024 * 1024;
 /// Default for [`LoadOptions::max_file_bytes`]: 50 MiB.
-pub const DEFAULT_MAX_FILE_BYTES: u64 = 50 * MIB;
+const DEFAULT_MAX_FILE_BYTES: u64 = 50 * MIB;
 /// How much of a file is checked for NUL bytes before the rest is read.
 const SNIFF_BYTES: u64 = 8 * 1024;
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -74,7 +74,7 @@ pub struct LoadedDocument {
     pub headings: Vec<Heading>,
     /// Problems that did not stop loading, such as replaced invalid UTF-8.
     pub warnings: Vec<String>,
-    /// [`content_hash`] of the file's bytes, to notice when it changes.
+    /// blake3 of the file's bytes as lowercase hex, to notice when it changes.
     pub hash: String,
 }
 
@@ -137,7 +137,7 @@ pub enum LoadError {
 
 /// The blake3 hash of `bytes` as lowercase hex: equal hashes mean unchanged files.
 #[must_use]
-pub fn content_hash(bytes: &[u8]) -> String {
+fn content_hash(bytes: &[u8]) -> String {
     blake3::hash(bytes).to_hex().to_string()
 }
 

@@ -12,7 +12,7 @@ use crate::error::io_error;
 use crate::{IndexError, Result};
 
 /// Bumped whenever the on-disk layout changes.
-pub const FORMAT_VERSION: u32 = 1;
+const FORMAT_VERSION: u32 = 1;
 
 /// How embeddings are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -91,7 +91,7 @@ pub struct DocumentEntry {
 /// A file's size and modification time (ns since the epoch): the cheap check that it has not
 /// changed since it was indexed.
 #[must_use]
-pub fn file_stamp(metadata: &std::fs::Metadata) -> (u64, u64) {
+pub(crate) fn file_stamp(metadata: &std::fs::Metadata) -> (u64, u64) {
     let modified_ns = metadata
         .modified()
         .ok()

@@ -18,7 +18,7 @@ mod format;
 mod reader;
 mod writer;
 
-pub(crate) use format::TextFields;
-pub use format::{Catalog, DocumentEntry, FORMAT_VERSION, Manifest, VectorEncoding, file_stamp};
+pub use format::{Catalog, DocumentEntry, Manifest, VectorEncoding};
+pub(crate) use format::{TextFields, file_stamp};
 pub use reader::{ChunkView, Index};
 pub(crate) use writer::{NewDocument, Writer};
