@@ -96,7 +96,7 @@ impl Chunker {
         let mut tokenizer = tokenizer.clone();
         tokenizer
             .with_truncation(None)
-            .map_err(|e| IndexError::BadChunker(e.to_string()))?;
+            .map_err(IndexError::bad_chunker)?;
         let chunker = Self {
             config: *config,
             tokenizer,
@@ -107,11 +107,14 @@ impl Chunker {
 
     fn chunk_config(&self) -> Result<ChunkConfig<Characters>> {
         if self.config.capacity == 0 {
-            return Err(IndexError::BadChunker("capacity must be at least 1".into()));
+            return Err(IndexError::BadChunker {
+                reason: "capacity must be at least 1".into(),
+                source: None,
+            });
         }
         ChunkConfig::new(self.config.capacity)
             .with_overlap(self.config.overlap)
-            .map_err(|e| IndexError::BadChunker(e.to_string()))
+            .map_err(IndexError::bad_chunker)
     }
 
     /// The document's chunks in order; markdown is split along its structure.
@@ -185,7 +188,7 @@ impl<'t> DocumentTokens<'t> {
             }
             let encoding = tokenizer
                 .encode(&text[start..end], false)
-                .map_err(|e| IndexError::BadChunker(e.to_string()))?;
+                .map_err(IndexError::bad_chunker)?;
             spans.extend(
                 encoding
                     .get_offsets()
@@ -395,5 +398,31 @@ mod tests {
             }
         }
         assert!(compared > 50, "{compared} chunks compared");
+    }
+
+    #[test]
+    fn settings_text_splitter_refuses_keep_its_error() {
+        use std::error::Error;
+
+        let config = ChunkerConfig {
+            unit: ChunkUnit::Characters,
+            capacity: 10,
+            overlap: 20,
+            ..Default::default()
+        };
+        let tokenizer = Tokenizer::new(tokenizers::models::bpe::BPE::default());
+        let error = Chunker::new(&config, &tokenizer).unwrap_err();
+        assert!(error.to_string().starts_with("invalid chunker settings: "));
+        assert!(error.source().is_some());
+        let empty = ChunkerConfig {
+            capacity: 0,
+            ..config
+        };
+        let error = Chunker::new(&empty, &tokenizer).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "invalid chunker settings: capacity must be at least 1"
+        );
+        assert!(error.source().is_none());
     }
 }

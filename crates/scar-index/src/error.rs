@@ -21,14 +21,16 @@ pub enum IndexError {
         path: PathBuf,
         /// What is wrong.
         reason: String,
+        /// The error of the parser that found it, if one did.
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     /// The text (tantivy) part of the index failed.
-    #[error("text index in {dir}: {reason}")]
+    #[error("text index in {dir}: {source}")]
     Text {
         /// The index folder.
         dir: PathBuf,
         /// tantivy's error.
-        reason: String,
+        source: tantivy::TantivyError,
     },
     /// The index was built with a different embedding model.
     #[error(
@@ -47,21 +49,48 @@ pub enum IndexError {
     #[error("{0} is being written by another process; wait for it to finish")]
     Busy(PathBuf),
     /// The chunker settings are invalid.
-    #[error("invalid chunker settings: {0}")]
-    BadChunker(String),
+    #[error("invalid chunker settings: {reason}")]
+    BadChunker {
+        /// What is wrong.
+        reason: String,
+        /// The error of the tokenizer or text-splitter that refused them, if one did.
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
     /// The HNSW graph (approximate dense search) failed.
     #[error("HNSW graph: {0}")]
-    Hnsw(String),
+    Hnsw(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// Embedding failed.
     #[error(transparent)]
     Embed(#[from] scar_embed::EmbedError),
 }
 
 impl IndexError {
-    pub(crate) fn text(dir: &std::path::Path, error: &tantivy::TantivyError) -> Self {
+    pub(crate) fn text(dir: &Path, source: tantivy::TantivyError) -> Self {
         Self::Text {
             dir: dir.to_owned(),
-            reason: error.to_string(),
+            source,
+        }
+    }
+
+    /// `path` is damaged, as `error` says: a parser's (or serializer's) error, kept as the source.
+    pub(crate) fn corrupt(
+        path: &Path,
+        error: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        let source = error.into();
+        Self::Corrupt {
+            path: path.to_owned(),
+            reason: source.to_string(),
+            source: Some(source),
+        }
+    }
+
+    /// Chunker settings that `error` (the tokenizer's or text-splitter's) refuses.
+    pub(crate) fn bad_chunker(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        let source = error.into();
+        Self::BadChunker {
+            reason: source.to_string(),
+            source: Some(source),
         }
     }
 }
@@ -76,3 +105,25 @@ pub(crate) fn io_error(path: &Path) -> impl Fn(std::io::Error) -> IndexError + '
 
 /// Result with [`IndexError`].
 pub type Result<T, E = IndexError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+
+    use super::*;
+
+    #[test]
+    fn tantivy_errors_keep_their_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let Err(error) = tantivy::Index::open_in_dir(dir.path().join("text")) else {
+            panic!("opened a text index that does not exist");
+        };
+        let message = error.to_string();
+        let error = IndexError::text(dir.path(), error);
+        assert_eq!(
+            error.to_string(),
+            format!("text index in {}: {message}", dir.path().display())
+        );
+        assert!(error.source().is_some());
+    }
+}

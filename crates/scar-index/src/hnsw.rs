@@ -92,8 +92,8 @@ impl std::fmt::Debug for HnswGraph {
     }
 }
 
-fn graph_error(error: &impl std::fmt::Display) -> IndexError {
-    IndexError::Hnsw(error.to_string())
+fn graph_error(error: impl std::error::Error + Send + Sync + 'static) -> IndexError {
+    IndexError::Hnsw(Box::new(error))
 }
 
 impl HnswGraph {
@@ -109,7 +109,7 @@ impl HnswGraph {
             expansion_search: params.expansion_search,
             multi: false,
         };
-        let graph = usearch::Index::new(&options).map_err(|e| graph_error(&e))?;
+        let graph = usearch::Index::new(&options).map_err(graph_error)?;
         Ok(Self {
             graph,
             dimension,
@@ -150,9 +150,7 @@ impl HnswGraph {
         if total <= start {
             return Ok(true);
         }
-        self.graph
-            .reserve(total as usize)
-            .map_err(|e| graph_error(&e))?;
+        self.graph.reserve(total as usize).map_err(graph_error)?;
         while self.rows < total {
             if cancel.load(Ordering::Relaxed) {
                 return Ok(false);
@@ -162,7 +160,7 @@ impl HnswGraph {
                 let at = row as usize * self.dimension;
                 self.graph
                     .add(u64::from(row), &matrix[at..at + self.dimension])
-                    .map_err(|e| graph_error(&e))
+                    .map_err(graph_error)
             })?;
             self.rows = batch.end;
             progress(self.rows - start, total - start);
@@ -188,7 +186,7 @@ impl HnswGraph {
             .filtered_search(query, k, |key| {
                 u32::try_from(key).is_ok_and(|row| row < rows && live(row))
             })
-            .map_err(|e| graph_error(&e))?;
+            .map_err(graph_error)?;
         let query_norm = scar_core::norm(query).max(f32::MIN_POSITIVE);
         let mut hits: Vec<(ChunkId, f32)> = matches
             .keys
@@ -210,7 +208,7 @@ impl HnswGraph {
         let temporary = graph_path.with_extension("usearch.tmp");
         self.graph
             .save(&temporary.to_string_lossy())
-            .map_err(|e| graph_error(&e))?;
+            .map_err(graph_error)?;
         fs_err::rename(&temporary, &graph_path).map_err(io_error(&graph_path))?;
         write_info(
             dir,
@@ -245,10 +243,7 @@ impl HnswGraph {
         } else {
             graph.graph.view(&path)
         };
-        opened.map_err(|e| IndexError::Corrupt {
-            path: graph_path.clone(),
-            reason: e.to_string(),
-        })?;
+        opened.map_err(|e| IndexError::corrupt(&graph_path, e))?;
         if graph.graph.size() != info.rows as usize || graph.graph.dimensions() != dimension {
             return Err(IndexError::Corrupt {
                 path: graph_path,
@@ -258,6 +253,7 @@ impl HnswGraph {
                     graph.graph.dimensions(),
                     info.rows
                 ),
+                source: None,
             });
         }
         // The search breadth is not part of usearch's file: set it from the stamp.
@@ -283,20 +279,15 @@ pub(crate) fn read_info(dir: &Path) -> Result<Option<HnswInfo>> {
     let text = fs_err::read_to_string(&stamp_path).map_err(io_error(&stamp_path))?;
     serde_json::from_str(&text)
         .map(Some)
-        .map_err(|e| IndexError::Corrupt {
-            path: stamp_path,
-            reason: e.to_string(),
-        })
+        .map_err(|e| IndexError::corrupt(&stamp_path, e))
 }
 
 /// Writes the stamp through a temporary file and a rename. On its own, for a change that leaves
 /// the links as they are (the search breadth).
 pub(crate) fn write_info(dir: &Path, info: &HnswInfo) -> Result<()> {
     let [_, stamp_path] = files(dir);
-    let json = serde_json::to_string_pretty(info).map_err(|e| IndexError::Corrupt {
-        path: stamp_path.clone(),
-        reason: e.to_string(),
-    })?;
+    let json =
+        serde_json::to_string_pretty(info).map_err(|e| IndexError::corrupt(&stamp_path, e))?;
     let temporary = stamp_path.with_extension("json.tmp");
     fs_err::write(&temporary, json).map_err(io_error(&temporary))?;
     fs_err::rename(&temporary, &stamp_path).map_err(io_error(&stamp_path))
@@ -441,5 +432,20 @@ mod tests {
             rows_from(&[0..10, 10..20, 25..30], 15),
             vec![15..20, 25..30]
         );
+    }
+
+    #[test]
+    fn usearch_errors_keep_their_source() -> Result<()> {
+        use std::error::Error;
+
+        let dir = tempfile::tempdir().map_err(io_error(Path::new("tempdir")))?;
+        let graph = linked(&circle(10))?;
+        let Err(error) = graph.save(&dir.path().join("missing"), 1) else {
+            panic!("saved a graph into a folder that does not exist");
+        };
+        assert!(matches!(error, IndexError::Hnsw(_)), "{error:?}");
+        assert!(error.to_string().starts_with("HNSW graph: "));
+        assert!(error.source().is_some());
+        Ok(())
     }
 }

@@ -18,7 +18,7 @@ pub(crate) struct TextIndex {
 impl TextIndex {
     /// A reader on `index`, the text index of the index folder `dir`.
     pub(crate) fn new(dir: &Path, index: tantivy::Index) -> Result<Self> {
-        let reader = index.reader().map_err(|e| IndexError::text(dir, &e))?;
+        let reader = index.reader().map_err(|e| IndexError::text(dir, e))?;
         let (_, fields) = TextFields::schema();
         Ok(Self {
             index,
@@ -55,12 +55,12 @@ impl Index {
                 &query,
                 &tantivy::collector::TopDocs::with_limit(k.max(1)).order_by_score(),
             )
-            .map_err(|e| IndexError::text(self.dir(), &e))?;
+            .map_err(|e| IndexError::text(self.dir(), e))?;
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
             let doc: tantivy::TantivyDocument = searcher
                 .doc(address)
-                .map_err(|e| IndexError::text(self.dir(), &e))?;
+                .map_err(|e| IndexError::text(self.dir(), e))?;
             let number = |field| doc.get_first(field).and_then(|v| v.as_u64());
             let (Some(slot), Some(ordinal)) = (number(fields.slot), number(fields.ordinal)) else {
                 continue;

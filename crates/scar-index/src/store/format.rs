@@ -238,10 +238,8 @@ pub(crate) fn read_manifest(dir: &Path) -> Result<Manifest> {
         return Err(IndexError::NotAnIndex(dir.to_owned()));
     }
     let text = fs_err::read_to_string(&path).map_err(io_error(&path))?;
-    let manifest: Manifest = serde_json::from_str(&text).map_err(|e| IndexError::Corrupt {
-        path: path.clone(),
-        reason: e.to_string(),
-    })?;
+    let manifest: Manifest =
+        serde_json::from_str(&text).map_err(|e| IndexError::corrupt(&path, e))?;
     if manifest.format_version != FORMAT_VERSION {
         return Err(IndexError::Corrupt {
             path,
@@ -249,20 +247,20 @@ pub(crate) fn read_manifest(dir: &Path) -> Result<Manifest> {
                 "format version {} (this build reads {FORMAT_VERSION}); rebuild the index",
                 manifest.format_version
             ),
+            source: None,
         });
     }
     Ok(manifest)
 }
 
 pub(crate) fn read_catalog(dir: &Path, tantivy: &tantivy::Index) -> Result<Catalog> {
-    let metas = tantivy
-        .load_metas()
-        .map_err(|e| IndexError::text(dir, &e))?;
+    let metas = tantivy.load_metas().map_err(|e| IndexError::text(dir, e))?;
     match metas.payload {
         None => Ok(Catalog::default()),
         Some(payload) => serde_json::from_str(&payload).map_err(|e| IndexError::Corrupt {
             path: text_dir(dir),
             reason: format!("commit payload: {e}"),
+            source: Some(Box::new(e)),
         }),
     }
 }
@@ -314,5 +312,16 @@ mod tests {
         };
         assert_eq!(catalog.dead_rows(), 3);
         assert_eq!(catalog.documents[1].rows(), 6..10);
+    }
+
+    #[test]
+    fn a_manifest_that_does_not_parse_keeps_the_parser_error() {
+        use std::error::Error;
+
+        let dir = tempfile::tempdir().unwrap();
+        fs_err::write(manifest_path(dir.path()), "{ not json").unwrap();
+        let error = read_manifest(dir.path()).unwrap_err();
+        assert!(matches!(error, IndexError::Corrupt { .. }), "{error:?}");
+        assert!(error.source().is_some());
     }
 }

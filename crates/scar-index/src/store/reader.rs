@@ -22,6 +22,7 @@ fn map_file(path: &Path, committed: u64) -> Result<Option<Mmap>> {
         return Err(IndexError::Corrupt {
             path: path.to_owned(),
             reason: format!("{actual} bytes, but {committed} were committed"),
+            source: None,
         });
     }
     if committed == 0 {
@@ -94,7 +95,7 @@ impl Index {
         let dir = dir.as_ref().to_owned();
         let manifest = read_manifest(&dir)?;
         let text =
-            tantivy::Index::open_in_dir(text_dir(&dir)).map_err(|e| IndexError::text(&dir, &e))?;
+            tantivy::Index::open_in_dir(text_dir(&dir)).map_err(|e| IndexError::text(&dir, e))?;
         let catalog = read_catalog(&dir, &text)?;
         let [vector_path, record_path, string_path] = data_files(&dir, catalog.generation);
         let rows = u64::from(catalog.rows);

@@ -65,10 +65,10 @@ impl Writer {
             create(dir, manifest)?
         };
         let text =
-            tantivy::Index::open_in_dir(text_dir(dir)).map_err(|e| IndexError::text(dir, &e))?;
+            tantivy::Index::open_in_dir(text_dir(dir)).map_err(|e| IndexError::text(dir, e))?;
         let writer = text.writer(50_000_000).map_err(|e| match e {
             tantivy::TantivyError::LockFailure(..) => IndexError::Busy(dir.to_owned()),
-            other => IndexError::text(dir, &other),
+            other => IndexError::text(dir, other),
         })?;
         let catalog = read_catalog(dir, &text)?;
         remove_stale_generations(dir, catalog.generation)?;
@@ -156,7 +156,7 @@ impl Writer {
                     self.fields.ordinal => ordinal as u64,
                     self.fields.text => format!("{} {own}", chunk.heading_path),
                 ))
-                .map_err(|e| IndexError::text(&self.dir, &e))?;
+                .map_err(|e| IndexError::text(&self.dir, e))?;
         }
         for (file, bytes) in self.files.iter_mut().zip([&vectors, &records, &strings]) {
             file.write_all(bytes).map_err(|e| IndexError::Io {
@@ -186,18 +186,16 @@ impl Writer {
                 source: e,
             })?;
         }
-        let payload = serde_json::to_string(&self.catalog).map_err(|e| IndexError::Corrupt {
-            path: self.dir.clone(),
-            reason: e.to_string(),
-        })?;
+        let payload =
+            serde_json::to_string(&self.catalog).map_err(|e| IndexError::corrupt(&self.dir, e))?;
         let mut commit = self
             .text
             .prepare_commit()
-            .map_err(|e| IndexError::text(&self.dir, &e))?;
+            .map_err(|e| IndexError::text(&self.dir, e))?;
         commit.set_payload(&payload);
         commit
             .commit()
-            .map_err(|e| IndexError::text(&self.dir, &e))?;
+            .map_err(|e| IndexError::text(&self.dir, e))?;
         Ok(())
     }
 
@@ -254,7 +252,7 @@ impl Writer {
         self.compact()?;
         self.text
             .wait_merging_threads()
-            .map_err(|e| IndexError::text(&self.dir, &e))
+            .map_err(|e| IndexError::text(&self.dir, e))
     }
 }
 
@@ -268,13 +266,11 @@ fn create(dir: &Path, manifest: Manifest) -> Result<Manifest> {
     }
     fs_err::create_dir_all(&text).map_err(io_error(&text))?;
     let (schema, _) = TextFields::schema();
-    tantivy::Index::create_in_dir(&text, schema).map_err(|e| IndexError::text(dir, &e))?;
+    tantivy::Index::create_in_dir(&text, schema).map_err(|e| IndexError::text(dir, e))?;
     let path = manifest_path(dir);
     let temporary = path.with_extension("json.tmp");
-    let json = serde_json::to_string_pretty(&manifest).map_err(|e| IndexError::Corrupt {
-        path: path.clone(),
-        reason: e.to_string(),
-    })?;
+    let json =
+        serde_json::to_string_pretty(&manifest).map_err(|e| IndexError::corrupt(&path, e))?;
     fs_err::write(&temporary, json).map_err(io_error(&temporary))?;
     fs_err::rename(&temporary, &path).map_err(io_error(&path))?;
     Ok(manifest)
@@ -320,6 +316,7 @@ fn open_data_files(
             return Err(IndexError::Corrupt {
                 path: path.clone(),
                 reason: format!("{actual} bytes, but {length} were committed"),
+                source: None,
             });
         }
         file.set_len(length).map_err(io_error(path))?;
