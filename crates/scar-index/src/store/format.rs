@@ -232,6 +232,21 @@ pub(crate) fn data_files(dir: &Path, generation: u64) -> [PathBuf; 3] {
     ["vectors", "chunks", "strings"].map(|name| dir.join(format!("{name}.{generation}.bin")))
 }
 
+/// Checks that a data file holds the `committed` bytes the catalog counts on: a crash may leave
+/// more, never less.
+pub(crate) fn check_committed(file: &fs_err::File, committed: u64) -> Result<()> {
+    let path = file.path();
+    let actual = file.metadata().map_err(io_error(path))?.len();
+    if actual < committed {
+        return Err(IndexError::Corrupt {
+            path: path.to_owned(),
+            reason: format!("{actual} bytes, but {committed} were committed"),
+            source: None,
+        });
+    }
+    Ok(())
+}
+
 pub(crate) fn read_manifest(dir: &Path) -> Result<Manifest> {
     let path = manifest_path(dir);
     if !path.is_file() {

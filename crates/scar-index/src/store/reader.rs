@@ -7,8 +7,8 @@ use memmap2::Mmap;
 use scar_core::{ChunkId, Position, Side, cosine};
 
 use super::format::{
-    Catalog, ChunkRecord, DocumentEntry, Manifest, RECORD_BYTES, VectorEncoding, data_files,
-    read_catalog, read_manifest, text_dir,
+    Catalog, ChunkRecord, DocumentEntry, Manifest, RECORD_BYTES, VectorEncoding, check_committed,
+    data_files, read_catalog, read_manifest, text_dir,
 };
 use crate::error::io_error;
 use crate::hnsw::{HnswGraph, HnswInfo};
@@ -17,14 +17,7 @@ use crate::{IndexError, Result};
 
 fn map_file(path: &Path, committed: u64) -> Result<Option<Mmap>> {
     let file = fs_err::File::open(path).map_err(io_error(path))?;
-    let actual = file.metadata().map_err(io_error(path))?.len();
-    if actual < committed {
-        return Err(IndexError::Corrupt {
-            path: path.to_owned(),
-            reason: format!("{actual} bytes, but {committed} were committed"),
-            source: None,
-        });
-    }
+    check_committed(&file, committed)?;
     if committed == 0 {
         return Ok(None);
     }

@@ -9,7 +9,7 @@ use tantivy::{TantivyDocument, Term, doc};
 
 use super::format::{
     Catalog, ChunkRecord, DocumentEntry, Manifest, RECORD_BYTES, TextFields, VectorEncoding,
-    data_files, manifest_path, read_catalog, read_manifest, text_dir,
+    check_committed, data_files, manifest_path, read_catalog, read_manifest, text_dir,
 };
 use crate::chunk::ChunkSpan;
 use crate::error::io_error;
@@ -311,14 +311,7 @@ fn open_data_files(
             .read(true)
             .open(path)
             .map_err(io_error(path))?;
-        let actual = file.metadata().map_err(io_error(path))?.len();
-        if actual < length {
-            return Err(IndexError::Corrupt {
-                path: path.clone(),
-                reason: format!("{actual} bytes, but {length} were committed"),
-                source: None,
-            });
-        }
+        check_committed(&file, length)?;
         file.set_len(length).map_err(io_error(path))?;
         Ok(file)
     };
