@@ -18,7 +18,7 @@ use crate::search_command::{comparison, short};
 use crate::settings::Settings;
 
 /// Version of the JSON layout `scar ask --json` prints.
-const SCHEMA_VERSION: &str = "scar.answer/1";
+const SCHEMA_VERSION: &str = "scar.answer/2";
 
 pub fn run(settings: &Settings, query: &str, json: bool) -> Result<ExitCode> {
     let options = settings.policy()?;

@@ -41,7 +41,11 @@ pub struct EvalArgs {
     /// Seeds per question [env: SCAR_K] [default: 5]
     #[arg(long, short)]
     k: Option<usize>,
-    /// Print the whole report as JSON (schema scar.eval/1) instead of the summary tables
+    /// Also write neighbours.jsonl: every neighbour of every seed (±2) with its signals and
+    /// whether it held evidence
+    #[arg(long)]
+    neighbours: bool,
+    /// Print the whole report as JSON (schema scar.eval/2) instead of the summary tables
     #[arg(long)]
     json: bool,
 }
@@ -78,6 +82,7 @@ pub fn run(settings: &Settings, args: &EvalArgs) -> Result<ExitCode> {
         first_stages,
         scope: args.scope,
         quick: args.quick,
+        neighbour_table: args.neighbours,
         ..EvalOptions::default()
     };
     if !args.json {

@@ -10,18 +10,25 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use scar_embed::{EmbedOptions, Embedder, ModelLocator};
 use scar_index::{
-    ChunkUnit, ChunkerConfig, HnswParams, HnswSetting, IndexOptions, IndexProgress, LoadOptions,
-    VectorEncoding, index_paths,
+    ChunkUnit, ChunkerConfig, HnswParams, HnswSetting, IndexOptions, IndexProgress, IndexReport,
+    LoadOptions, VectorEncoding, index_paths,
 };
 
 use crate::settings::{Settings, Source};
 use crate::{display_path, index_exit};
 
+// Each bool is an independent command-line flag.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, clap::Args)]
 pub struct IndexArgs {
     /// Files and folders to index
-    #[arg(required = true)]
+    #[arg(required_unless_present = "rebuild")]
     paths: Vec<PathBuf>,
+    /// Build the index again from the files it holds (and any PATHS), in this version's format,
+    /// with its model and chunking unless flags say otherwise; the old index stays until the new
+    /// one is complete
+    #[arg(long)]
+    rebuild: bool,
     /// Chunk capacity in model tokens (new indexes) [default: 160]
     #[arg(long, conflicts_with = "chunk_chars")]
     chunk_tokens: Option<usize>,
@@ -101,6 +108,9 @@ fn capacity_warning(chunker: &ChunkerConfig, embedder: &Embedder) -> Option<Stri
 
 #[allow(clippy::too_many_lines)] // set-up, run, report: one screen each
 pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
+    if args.rebuild {
+        return rebuild(settings, args);
+    }
     let dir = &settings.index.value;
     // An existing index keeps its model unless one was named explicitly (then a mismatch is an
     // error, rather than a silent switch).
@@ -116,27 +126,8 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
         ),
         Err(_) => (settings.model.value.clone(), None, true),
     };
-    let files = ModelLocator::from_env(&settings.models_dir.value).locate(&model)?;
-    let embedder = Embedder::load(
-        &files,
-        &EmbedOptions {
-            device: settings.device.value,
-            ..Default::default()
-        },
-    )?;
-    let chunker = ChunkerConfig {
-        unit: if args.chunk_chars.is_some() {
-            ChunkUnit::Characters
-        } else {
-            ChunkUnit::Tokens
-        },
-        capacity: args
-            .chunk_chars
-            .or(args.chunk_tokens)
-            .unwrap_or(ChunkerConfig::default().capacity),
-        overlap: args.overlap,
-        prepend_headings: args.prepend_headings,
-    };
+    let embedder = load_embedder(settings, &model)?;
+    let chunker = args.chunker(ChunkerConfig::default());
     if new_index && let Some(warning) = capacity_warning(&chunker, &embedder) {
         eprintln!("warning: {warning}");
     }
@@ -153,10 +144,124 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
         hnsw: args.hnsw.setting(current_graph),
         ..IndexOptions::default()
     };
+    let report = index_into(dir, &args.paths, &embedder, &options, args.json)?;
+    Ok(index_exit(report.is_complete()))
+}
 
+impl IndexArgs {
+    /// The chunker the flags ask for, `base` where they say nothing.
+    fn chunker(&self, base: ChunkerConfig) -> ChunkerConfig {
+        let unit = if self.chunk_chars.is_some() {
+            ChunkUnit::Characters
+        } else if self.chunk_tokens.is_some() {
+            ChunkUnit::Tokens
+        } else {
+            base.unit
+        };
+        ChunkerConfig {
+            unit,
+            capacity: self
+                .chunk_chars
+                .or(self.chunk_tokens)
+                .unwrap_or(base.capacity),
+            overlap: if self.overlap > 0 {
+                self.overlap
+            } else {
+                base.overlap
+            },
+            prepend_headings: self.prepend_headings || base.prepend_headings,
+        }
+    }
+}
+
+fn load_embedder(settings: &Settings, model: &str) -> Result<Embedder> {
+    let files = ModelLocator::from_env(&settings.models_dir.value).locate(model)?;
+    Ok(Embedder::load(
+        &files,
+        &EmbedOptions {
+            device: settings.device.value,
+            ..Default::default()
+        },
+    )?)
+}
+
+/// `scar index --rebuild`: the index's own files (and any new paths) indexed afresh into a
+/// folder beside it, which replaces it only once complete.
+fn rebuild(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
+    let dir = &settings.index.value;
+    let built = scar_index::built_from(dir)?;
+    let model = if settings.model.source == Source::Flag {
+        settings.model.value.clone()
+    } else {
+        built.manifest.model.id.clone()
+    };
+    let embedder = load_embedder(settings, &model)?;
+    let mut paths = built.documents;
+    paths.extend(args.paths.iter().cloned());
+    let fresh = sibling(dir, "rebuilding");
+    if fresh.exists() {
+        fs_err::remove_dir_all(&fresh)?;
+    }
+    let options = IndexOptions {
+        chunker: args.chunker(built.manifest.chunker),
+        vectors: if args.f16 {
+            VectorEncoding::F16
+        } else {
+            built.manifest.vectors
+        },
+        load: LoadOptions {
+            max_file_bytes: args.max_file_mib * 1024 * 1024,
+        },
+        hnsw: args.hnsw.setting(None),
+        ..IndexOptions::default()
+    };
+    if !args.json {
+        eprintln!(
+            "rebuilding {} from its {} files into {}",
+            dir.display(),
+            paths.len(),
+            fresh.display()
+        );
+    }
+    let report = index_into(&fresh, &paths, &embedder, &options, args.json)?;
+    if report.cancelled {
+        anyhow::bail!(
+            "the rebuild was stopped; {} is untouched (run the same command to start it again)",
+            dir.display()
+        );
+    }
+    // Swap: the old index moves aside, the new one takes its name, the old one goes.
+    let old = sibling(dir, "old");
+    if old.exists() {
+        fs_err::remove_dir_all(&old)?;
+    }
+    fs_err::rename(dir, &old)?;
+    fs_err::rename(&fresh, dir)?;
+    fs_err::remove_dir_all(&old)?;
+    if !args.json {
+        eprintln!("{} rebuilt", dir.display());
+    }
+    Ok(index_exit(report.is_complete()))
+}
+
+/// `dir` with `.suffix` added to its name.
+fn sibling(dir: &std::path::Path, suffix: &str) -> PathBuf {
+    let mut name = dir.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".{suffix}"));
+    dir.with_file_name(name)
+}
+
+/// Indexes `paths` into `dir`, showing progress and then the report.
+fn index_into(
+    dir: &std::path::Path,
+    paths: &[PathBuf],
+    embedder: &Embedder,
+    options: &IndexOptions,
+    json: bool,
+) -> Result<IndexReport> {
     let cancel = cancel_on_ctrl_c()?;
 
-    if !args.json {
+    if !json {
         eprintln!(
             "indexing into {} with {} on {}",
             dir.display(),
@@ -164,18 +269,18 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
             embedder.device_name()
         );
     }
-    let bar = progress_bar(args.json, "{bar:30} {percent:>3}% {msg}");
+    let bar = progress_bar(json, "{bar:30} {percent:>3}% {msg}");
     let report = index_paths(
         dir,
-        &args.paths,
-        &embedder,
-        &options,
+        paths,
+        embedder,
+        options,
         &mut |p| show_progress(&bar, p),
         &cancel,
     )?;
     bar.finish_and_clear();
 
-    if args.json {
+    if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         for skipped in &report.skipped {
@@ -223,7 +328,7 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
             );
         }
     }
-    Ok(index_exit(report.is_complete()))
+    Ok(report)
 }
 
 /// A flag that the first Ctrl-C sets (indexing stops after the current batch, keeping what was

@@ -50,7 +50,7 @@ enum Command {
         query: String,
         #[command(flatten)]
         search: SearchFlags,
-        /// Print the full report as JSON (schema scar.search/1, docs/JSON.md)
+        /// Print the full report as JSON (schema scar.search/2, docs/JSON.md)
         #[arg(long)]
         json: bool,
         /// Print whole chunk texts instead of the first lines
@@ -65,7 +65,7 @@ enum Command {
         search: SearchFlags,
         #[command(flatten)]
         answer: AnswerFlags,
-        /// Print the search report and the answer as JSON (schema scar.answer/1, docs/JSON.md)
+        /// Print the search report and the answer as JSON (schema scar.answer/2, docs/JSON.md)
         #[arg(long)]
         json: bool,
     },

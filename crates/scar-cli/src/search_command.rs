@@ -60,9 +60,12 @@ fn print_report(
     };
     println!("\n{}", style("decisions").bold().underlined());
     for seed in &ledger.seeds {
-        let bar = seed
-            .bar
-            .map_or_else(String::new, |b| format!("  bar γ·cos = {b:.3}"));
+        let bar = seed.bar.map_or_else(String::new, |b| match ledger.policy {
+            Policy::Evidence { .. } => {
+                format!("  bar {b:.4} (ranked {} in both lists)", bar_rank(b))
+            }
+            _ => format!("  bar γ·cos = {b:.3}"),
+        });
         let status = if seed.in_context {
             ""
         } else {
@@ -75,7 +78,7 @@ fn print_report(
             seed.query_cos
         );
         for neighbour in &seed.neighbours {
-            println!("    {}", neighbour_line(neighbour, &place));
+            println!("    {}", neighbour_line(neighbour, ledger.policy, &place));
         }
     }
     println!(
@@ -138,33 +141,59 @@ pub(crate) fn comparison(report: &SearchReport, baseline: &SearchReport) -> Stri
     )
 }
 
-fn neighbour_line(n: &NeighbourRecord, place: &dyn Fn(scar_core::ChunkId) -> String) -> String {
+/// The rank `r` at which a chunk ranked `r` in both lists scores `bar` = 2 / (60 + r).
+fn bar_rank(bar: f32) -> u32 {
+    (2.0 / bar - scar_policy::RRF_K).round() as u32
+}
+
+fn neighbour_line(
+    n: &NeighbourRecord,
+    policy: Policy,
+    place: &dyn Fn(scar_core::ChunkId) -> String,
+) -> String {
     let arrow = match n.side {
         Side::Previous => "←",
         Side::Next => "→",
     };
-    let (label, colour): (&str, Style) = match n.outcome {
-        Outcome::Accepted => ("✓ accepted", Style::new().green().bold()),
-        Outcome::Rejected => ("✗ rejected", Style::new().red().bold()),
-        Outcome::NotReached => ("· not reached", Style::new().dim()),
-        Outcome::AlreadyInContext => ("= already in context", Style::new().dim()),
-        Outcome::DocumentEdge => ("| document edge", Style::new().dim()),
-        Outcome::OverBudget => ("$ over budget", Style::new().yellow()),
+    let colour = match n.outcome {
+        Outcome::Accepted => Style::new().green().bold(),
+        Outcome::Rejected => Style::new().red().bold(),
+        Outcome::OverBudget => Style::new().yellow(),
+        Outcome::NotReached | Outcome::AlreadyInContext | Outcome::DocumentEdge => {
+            Style::new().dim()
+        }
     };
+    let label = format!("{} {}", n.outcome.mark(), n.outcome.label());
     let target =
         n.id.map_or_else(String::new, |id| format!(" {}", place(id)));
+    let rank = |r: Option<u32>| r.map_or_else(|| "–".to_owned(), |r| format!("#{r}"));
     let mut scores = Vec::new();
+    if let Some(seam) = n.seam {
+        scores.push(format!("cut: {}", seam.label()));
+    }
     if let Some(q) = n.query_cos {
         scores.push(format!("cos(q,n) = {q:.3}"));
     }
     if let Some(b) = n.penalty {
         scores.push(format!("b = {b:.3}"));
     }
+    if n.id.is_some() {
+        scores.push(format!(
+            "dense {} bm25 {}",
+            rank(n.dense_rank),
+            rank(n.lexical_rank)
+        ));
+    }
+    // SCAR's scores are cosines; the evidence walk's are fused ranks, two orders smaller.
+    let (name, digits) = match policy {
+        Policy::Evidence { .. } => ("score", 4),
+        _ => ("S", 3),
+    };
     if let Some(s) = n.score {
-        scores.push(format!("S = {s:.3}"));
+        scores.push(format!("{name} = {s:.digits$}"));
     }
     if let Some(m) = n.margin {
-        scores.push(format!("margin {m:+.3}"));
+        scores.push(format!("margin {m:+.digits$}"));
     }
     format!(
         "{arrow}{} {:<22}{target}  {}",

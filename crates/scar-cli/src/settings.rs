@@ -9,7 +9,7 @@ use std::str::FromStr;
 
 use anyhow::{Context, Result, bail};
 use scar_embed::DeviceChoice;
-use scar_policy::Policy;
+use scar_policy::{Policy, PolicyKind, PolicySettings};
 use scar_retrieve::FirstStage;
 use serde::Serialize;
 
@@ -41,33 +41,6 @@ pub struct Setting<T> {
     pub source: Source,
 }
 
-/// Which expansion rule to run, by name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum PolicyName {
-    Scar,
-    Static,
-    Topk,
-    Parent,
-}
-
-impl FromStr for PolicyName {
-    type Err = anyhow::Error;
-
-    fn from_str(text: &str) -> Result<Self> {
-        <Self as clap::ValueEnum>::from_str(text, true).map_err(|_| {
-            anyhow::anyhow!("unknown policy `{text}`: use scar, static, topk or parent")
-        })
-    }
-}
-
-impl fmt::Display for PolicyName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let value = clap::ValueEnum::to_possible_value(self).map(|v| v.get_name().to_owned());
-        f.write_str(&value.unwrap_or_default())
-    }
-}
-
 /// Values given on the command line (None: not given). The doc comments are clap's help text.
 #[allow(clippy::doc_markdown)]
 #[derive(Debug, Default, Clone, clap::Args)]
@@ -93,22 +66,25 @@ pub struct SearchFlags {
     /// Seeds taken from the first stage [env: SCAR_K] [default: 5]
     #[arg(long, short)]
     pub k: Option<usize>,
-    /// Expansion policy [env: SCAR_POLICY] [default: scar]
+    /// Expansion policy: evidence, scar, static_window, top_k, parent or section [env: SCAR_POLICY] [default: evidence]
     #[arg(long)]
-    pub policy: Option<PolicyName>,
-    /// Neighbours considered on each side [env: SCAR_WINDOW] [default: 1]
+    pub policy: Option<PolicyKind>,
+    /// Neighbours considered on each side [env: SCAR_WINDOW] [default: 2 for evidence, 1 for scar and static_window]
     #[arg(long)]
     pub window: Option<u32>,
+    /// Evidence walk: a neighbour must rank among the top depth × k chunks [env: SCAR_DEPTH] [default: 10]
+    #[arg(long)]
+    pub depth: Option<u32>,
     /// λ, weight of the continuity penalty [env: SCAR_LAMBDA] [default: 0.1]
     #[arg(long)]
     pub lambda: Option<f32>,
     /// γ, the bar as a share of the seed's relevance [env: SCAR_GAMMA] [default: 0.8]
     #[arg(long)]
     pub gamma: Option<f32>,
-    /// Chunks per block for `parent` in documents without headings [env: SCAR_PARENT_BLOCK] [default: 4]
+    /// Chunks per parent block (`parent`, and `section` in documents without headings) [env: SCAR_PARENT_BLOCK] [default: 4]
     #[arg(long)]
     pub parent_block: Option<u32>,
-    /// dense, bm25 or hybrid [env: SCAR_FIRST_STAGE] [default: dense]
+    /// dense, bm25 or hybrid [env: SCAR_FIRST_STAGE] [default: hybrid]
     #[arg(long)]
     pub first_stage: Option<FirstStage>,
     /// Stop expanding when the context would pass this many tokens [env: SCAR_BUDGET_TOKENS]
@@ -151,8 +127,10 @@ pub struct Settings {
     pub models_dir: Setting<PathBuf>,
     pub device: Setting<DeviceChoice>,
     pub k: Setting<usize>,
-    pub policy: Setting<PolicyName>,
-    pub window: Setting<u32>,
+    pub policy: Setting<PolicyKind>,
+    /// `None`: the policy's own window.
+    pub window: Setting<Option<u32>>,
+    pub depth: Setting<u32>,
     pub lambda: Setting<f32>,
     pub gamma: Setting<f32>,
     pub parent_block: Setting<u32>,
@@ -266,14 +244,15 @@ impl FromStr for OptionalText {
     }
 }
 
-/// A value that must hold a number (`budget_tokens = none` clears it).
+/// A number that may be absent (`budget_tokens = none` clears it; `window = default` takes the
+/// policy's own).
 #[derive(Debug, Clone, Copy)]
-struct OptionalCount(Option<usize>);
+struct Optional<T>(Option<T>);
 
-impl FromStr for OptionalCount {
-    type Err = std::num::ParseIntError;
+impl<T: FromStr> FromStr for Optional<T> {
+    type Err = T::Err;
     fn from_str(text: &str) -> std::result::Result<Self, Self::Err> {
-        if matches!(text.trim(), "" | "none" | "off") {
+        if matches!(text.trim(), "" | "none" | "off" | "default") {
             Ok(Self(None))
         } else {
             text.trim().parse().map(|n| Self(Some(n)))
@@ -294,8 +273,13 @@ impl Settings {
             .join("index");
         let budget = layers.resolve(
             "budget_tokens",
-            search.budget_tokens.map(|b| OptionalCount(Some(b))),
-            OptionalCount(None),
+            search.budget_tokens.map(|b| Optional(Some(b))),
+            Optional(None),
+        )?;
+        let window = layers.resolve(
+            "window",
+            search.window.map(|w| Optional(Some(w))),
+            Optional(None),
         )?;
         let llm_url = layers.resolve(
             "llm_url",
@@ -315,13 +299,25 @@ impl Settings {
                 PathBuf::from("models"),
             )?,
             device: layers.resolve("device", flags.device, DeviceChoice::Auto)?,
-            k: layers.resolve("k", search.k, 5)?,
-            policy: layers.resolve("policy", search.policy, PolicyName::Scar)?,
-            window: layers.resolve("window", search.window, 1)?,
+            k: layers.resolve("k", search.k, scar_retrieve::DEFAULT_K)?,
+            policy: layers.resolve("policy", search.policy, PolicyKind::default())?,
+            window: Setting {
+                value: window.value.0,
+                source: window.source,
+            },
+            depth: layers.resolve("depth", search.depth, Policy::DEFAULT_DEPTH)?,
             lambda: layers.resolve("lambda", search.lambda, Policy::PAPER_LAMBDA)?,
             gamma: layers.resolve("gamma", search.gamma, Policy::PAPER_GAMMA)?,
-            parent_block: layers.resolve("parent_block", search.parent_block, 4)?,
-            first_stage: layers.resolve("first_stage", search.first_stage, FirstStage::Dense)?,
+            parent_block: layers.resolve(
+                "parent_block",
+                search.parent_block,
+                Policy::DEFAULT_BLOCK,
+            )?,
+            first_stage: layers.resolve(
+                "first_stage",
+                search.first_stage,
+                FirstStage::default(),
+            )?,
             budget_tokens: Setting {
                 value: budget.value.0,
                 source: budget.source,
@@ -354,19 +350,16 @@ impl Settings {
 
     /// The policy these settings describe, validated.
     pub fn policy(&self) -> Result<scar_policy::Options> {
-        let window = self.window.value;
-        let policy = match self.policy.value {
-            PolicyName::Scar => Policy::Scar {
+        let policy = Policy::from_kind(
+            self.policy.value,
+            &PolicySettings {
                 lambda: self.lambda.value,
                 gamma: self.gamma.value,
-                window,
-            },
-            PolicyName::Static => Policy::StaticWindow { window },
-            PolicyName::Topk => Policy::TopK,
-            PolicyName::Parent => Policy::Parent {
+                window: self.window.value,
                 block: self.parent_block.value,
+                depth: self.depth.value,
             },
-        };
+        );
         if self.k.value == 0 {
             bail!("k must be at least 1");
         }
@@ -389,7 +382,15 @@ impl Settings {
             row("device", &self.device),
             row("k", &self.k),
             row("policy", &self.policy),
-            row("window", &self.window),
+            (
+                "window",
+                self.window.value.map_or_else(
+                    || format!("default ({})", self.policy.value.default_window()),
+                    |w| w.to_string(),
+                ),
+                self.window.source,
+            ),
+            row("depth", &self.depth),
             row("lambda", &self.lambda),
             row("gamma", &self.gamma),
             row("parent_block", &self.parent_block),

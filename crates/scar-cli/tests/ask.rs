@@ -8,7 +8,7 @@ const QUESTION: &str = "What does it cost to take my kayak on the ferry?";
 fn answers_from_the_scar_context_with_a_smaller_prompt_than_static() {
     let output = run(scar(example_index()).args(["ask", QUESTION, "--k", "1", "--json"]));
     let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(value["schema"], "scar.answer/1");
+    assert_eq!(value["schema"], "scar.answer/2");
     let answer = &value["answer"];
     assert_eq!(answer["generation"]["stop"], "end_of_turn", "{answer}");
     assert!(

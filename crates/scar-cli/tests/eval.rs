@@ -34,7 +34,7 @@ fn quick_eval(out: &str, extra: &[&str]) -> (Value, std::path::PathBuf) {
 #[test]
 fn quick_eval_writes_a_consistent_report() {
     let (report, out) = quick_eval("eval-quick-rfc9293", &[]);
-    assert_eq!(report["schema"], "scar.eval/1");
+    assert_eq!(report["schema"], "scar.eval/2");
     assert_eq!(report["settings"]["k"], 5);
     assert_eq!(report["settings"]["quick"], true);
     let data = &report["data"];
@@ -48,9 +48,9 @@ fn quick_eval_writes_a_consistent_report() {
     assert!(boundary > 0 && atomic > 0);
 
     let stage = &report["stages"][0];
-    assert_eq!(stage["first_stage"], "dense");
+    assert_eq!(stage["first_stage"], "hybrid");
     let policies = stage["policies"].as_array().unwrap();
-    assert_eq!(policies.len(), 7);
+    assert_eq!(policies.len(), 11);
     let group = |key: &str, group: &str| -> Value {
         let policy = policies.iter().find(|p| p["key"] == key).unwrap();
         policy["groups"]
@@ -70,6 +70,12 @@ fn quick_eval_writes_a_consistent_report() {
         assert!(number(&scar_1["recall"]) <= number(&static_1["recall"]));
         assert!(number(&top_k["mean_chunks"]) <= number(&scar_1["mean_chunks"]));
         assert!(number(&top_k["mean_chunks"]) <= 5.0);
+        // The evidence walk ±2 keeps a subset of static ±2's and walks no further than ±3's.
+        let (evidence, static_2, evidence_3) =
+            (group("evidence_2", g), group("static_2", g), group("evidence_3", g));
+        assert!(number(&evidence["mean_chunks"]) <= number(&static_2["mean_chunks"]));
+        assert!(number(&evidence["mean_chunks"]) <= number(&evidence_3["mean_chunks"]));
+        assert!(number(&top_k["recall"]) <= number(&evidence["recall"]));
     }
     for test in stage["tests"].as_array().unwrap() {
         let (scar_1, static_1) = (&test["scores"]["scar_1"], &test["scores"]["static_1"]);
@@ -85,13 +91,24 @@ fn quick_eval_writes_a_consistent_report() {
 
     check_comparisons(stage["comparisons"].as_array().unwrap());
     assert_eq!(stage["sweep"].as_array().unwrap().len(), 5 * 8);
+    // Deeper evidence walks never take fewer chunks.
+    let depths = stage["depth_sweep"].as_array().unwrap();
+    assert_eq!(depths.len(), 10);
+    let chunks_at = |point: &Value| {
+        let all = point["groups"].as_array().unwrap().iter().find(|g| g["group"] == "all");
+        number(&all.unwrap()["mean_chunks"])
+    };
+    assert!(depths.windows(2).all(|w| chunks_at(&w[0]) <= chunks_at(&w[1])));
 
     let written: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     assert_eq!(written, report);
     let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(
-        markdown.contains("| SCAR ±1 |") && markdown.contains("Paired bootstrap"),
+        markdown.contains("| SCAR ±1 |")
+            && markdown.contains("| evidence ±2 |")
+            && markdown.contains("Paired bootstrap")
+            && markdown.contains("Sweep: evidence ±2"),
         "{markdown}"
     );
     assert!(
@@ -161,6 +178,43 @@ fn check_comparisons(comparisons: &[Value]) {
 /// The index holds RFC 9293 alone, so restricting seeds to each test's own document must find
 /// exactly the seeds of the whole-index search: a check of the document scope's first stages
 /// against the retriever's.
+#[test]
+fn the_neighbour_table_and_its_signals_are_written() {
+    let (report, out) = quick_eval("eval-quick-neighbours", &["--neighbours"]);
+    let table = std::fs::read_to_string(out.join("neighbours.jsonl")).unwrap();
+    let rows: Vec<Value> = table
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert!(!rows.is_empty());
+    let seeds: usize = report["stages"][0]["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["seeds"].as_array().unwrap().len())
+        .sum();
+    // At most three steps each way from every seed.
+    assert!(rows.len() <= seeds * 6, "{} rows for {seeds} seeds", rows.len());
+    for row in &rows {
+        let distance = row["distance"].as_u64().unwrap();
+        assert!((1..=3).contains(&distance), "{row}");
+        assert!(row["dense_rank"].as_u64().unwrap() >= 1, "{row}");
+        assert!(row["seam_kind"].is_string(), "{row}");
+        // A useful neighbour is one of the test's gold chunks.
+        let test = report["stages"][0]["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == row["test"])
+            .unwrap();
+        let gold = test["gold_chunks"].as_array().unwrap();
+        assert_eq!(row["useful"].as_bool().unwrap(), gold.contains(&row["neighbour"]), "{row}");
+    }
+    let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(markdown.contains("Neighbour signals"), "{markdown}");
+    assert!(std::fs::read(out.join("roc.png")).unwrap().starts_with(b"\x89PNG"));
+}
+
 #[test]
 fn document_scope_matches_the_retriever_on_a_one_document_index() {
     let stages = ["--first-stages", "dense,bm25,hybrid"];

@@ -1,6 +1,7 @@
 //! End to end on RFC 9293: a question whose evidence straddles a chunk boundary gets the rest
-//! of its evidence from an accepted neighbour; static ±1 adds a neighbour that SCAR rejects; and
-//! the JSON output follows its documented schema.
+//! of its evidence from an accepted neighbour, with the default evidence walk and with SCAR;
+//! static ±1 adds a neighbour that SCAR rejects; and the JSON output follows its documented
+//! schema.
 
 use serde_json::Value;
 
@@ -37,8 +38,15 @@ fn overlaps(a: &std::ops::Range<usize>, b: &std::ops::Range<usize>) -> bool {
 
 #[test]
 fn the_neighbour_holding_the_rest_of_the_evidence_is_accepted() {
+    for policy in ["evidence", "scar"] {
+        accepts_the_rest_of_the_evidence(policy);
+    }
+}
+
+fn accepts_the_rest_of_the_evidence(policy: &str) {
     let (query, evidence) = closing_question();
-    let report = search_json(rfc_index(), &query, &["--k", "5"]);
+    let report = search_json(rfc_index(), &query, &["--k", "5", "--policy", policy]);
+    assert_eq!(report["ledger"]["policy"]["kind"], policy);
     let chunk = |id: &Value| {
         report["chunks"]
             .as_array()
@@ -72,14 +80,14 @@ fn the_neighbour_holding_the_rest_of_the_evidence_is_accepted() {
     }
     assert!(
         found,
-        "no accepted neighbour continues the evidence: {report:#}"
+        "{policy}: no accepted neighbour continues the evidence: {report:#}"
     );
 }
 
 #[test]
 fn static_window_adds_a_neighbour_that_scar_rejects() {
     let (query, _) = closing_question();
-    let scar = search_json(rfc_index(), &query, &["--k", "5"]);
+    let scar = search_json(rfc_index(), &query, &["--k", "5", "--policy", "scar"]);
     let fixed = search_json(rfc_index(), &query, &["--k", "5", "--policy", "static"]);
     let ids = |report: &Value| -> Vec<u64> {
         report["ledger"]["context"]
@@ -120,17 +128,19 @@ fn static_window_adds_a_neighbour_that_scar_rejects() {
 #[test]
 fn json_output_follows_the_documented_schema() {
     let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(workspace().join("docs/schema/search-v1.schema.json")).unwrap(),
+        &std::fs::read_to_string(workspace().join("docs/schema/search-v2.schema.json")).unwrap(),
     )
     .unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let (query, _) = closing_question();
     for extra in [
-        &["--policy", "scar", "--window", "2"][..],
+        &[][..],
+        &["--policy", "scar", "--window", "2"],
         &["--policy", "static"],
         &["--policy", "topk", "--first-stage", "bm25"],
-        &["--policy", "parent", "--first-stage", "hybrid"],
-        &["--budget-tokens", "300"],
+        &["--policy", "parent", "--first-stage", "dense"],
+        &["--policy", "section"],
+        &["--policy", "evidence", "--depth", "3", "--budget-tokens", "300"],
     ] {
         let report = search_json(rfc_index(), &query, extra);
         let errors: Vec<String> = validator
@@ -138,7 +148,7 @@ fn json_output_follows_the_documented_schema() {
             .map(|e| format!("{e} at {}", e.instance_path()))
             .collect();
         assert!(errors.is_empty(), "{extra:?}: {errors:#?}");
-        assert_eq!(report["schema"], "scar.search/1");
+        assert_eq!(report["schema"], "scar.search/2");
     }
     // The schema is strict enough to catch a renamed field.
     let mut broken = search_json(rfc_index(), &query, &[]);

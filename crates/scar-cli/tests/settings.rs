@@ -10,7 +10,7 @@ fn config(command: &mut std::process::Command) -> serde_json::Value {
 fn each_setting_reports_where_it_came_from() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("config.toml");
-    std::fs::write(&file, "k = 9\ngamma = 0.7\nfirst_stage = \"hybrid\"\n").unwrap();
+    std::fs::write(&file, "k = 9\ngamma = 0.7\nfirst_stage = \"bm25\"\n").unwrap();
     let mut command = scar(dir.path());
     command.env("SCAR_CONFIG", &file).env("SCAR_GAMMA", "0.75");
     let settings = config(&mut command)["settings"].clone();
@@ -22,12 +22,33 @@ fn each_setting_reports_where_it_came_from() {
         settings["gamma"],
         serde_json::json!({"value": "0.75", "source": "environment"})
     );
-    assert_eq!(settings["first_stage"]["value"], "hybrid");
+    assert_eq!(settings["first_stage"]["value"], "bm25");
+    assert_eq!(
+        settings["policy"],
+        serde_json::json!({"value": "evidence", "source": "default"})
+    );
+    assert_eq!(settings["window"]["value"], "default (2)");
+    assert_eq!(settings["depth"]["value"], "10");
     assert_eq!(
         settings["lambda"],
         serde_json::json!({"value": "0.1", "source": "default"})
     );
     assert_eq!(settings["index"]["source"], "flag");
+}
+
+#[test]
+fn old_policy_spellings_still_work_and_unknown_ones_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = config(scar(dir.path()).env("SCAR_POLICY", "static"))["settings"].clone();
+    assert_eq!(settings["policy"]["value"], "static_window");
+    assert_eq!(settings["window"]["value"], "default (1)");
+    let output = scar(dir.path())
+        .env("SCAR_POLICY", "window")
+        .args(["config"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("unknown policy `window`"));
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! Types every SCAR crate shares, with no heavy dependencies.
 //!
 //! A chunk is addressed by a [`ChunkId`], dense and stable within one index. Adjacency, the
-//! thing SCAR walks, is (document, ordinal): [`Position`]; a step goes to one [`Side`].
+//! thing SCAR walks, is (document, ordinal): [`Position`]; a step goes to one [`Side`], across a
+//! cut of some [`SeamKind`].
 //!
 //! ```
 //! use scar_core::{cosine, ChunkId};
@@ -50,6 +51,53 @@ pub enum Side {
     Next,
 }
 
+/// Where a cut between two adjacent chunks fell, from the strongest continuation to the weakest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SeamKind {
+    /// No thought ends at the cut: inside a sentence, a list or a table, or after a heading line.
+    MidSentence,
+    /// After a sentence's final `.`, `!` or `?`, within a paragraph.
+    SentenceEnd,
+    /// At a blank line between paragraphs.
+    ParagraphBreak,
+    /// The next chunk opens with a heading.
+    SectionChange,
+}
+
+impl SeamKind {
+    /// Every kind, strongest continuation first.
+    pub const ALL: [Self; 4] = [
+        Self::MidSentence,
+        Self::SentenceEnd,
+        Self::ParagraphBreak,
+        Self::SectionChange,
+    ];
+
+    /// A short label for tables and the ledger: `mid-sentence`, `sentence end`, ...
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::MidSentence => "mid-sentence",
+            Self::SentenceEnd => "sentence end",
+            Self::ParagraphBreak => "paragraph break",
+            Self::SectionChange => "section change",
+        }
+    }
+
+    /// The byte that stands for the kind on disk: its place in [`ALL`](Self::ALL).
+    #[must_use]
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The kind a stored byte stands for, if any.
+    #[must_use]
+    pub fn from_code(code: u8) -> Option<Self> {
+        Self::ALL.get(usize::from(code)).copied()
+    }
+}
+
 /// Dot product of two equally long vectors.
 #[must_use]
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
@@ -87,6 +135,15 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seam_kinds_round_trip_through_their_stored_code() {
+        for kind in SeamKind::ALL {
+            assert_eq!(SeamKind::from_code(kind.code()), Some(kind));
+        }
+        assert_eq!(SeamKind::from_code(4), None);
+        assert!(SeamKind::MidSentence < SeamKind::SectionChange);
+    }
 
     #[test]
     fn dot_matches_naive_sum_for_odd_lengths() {

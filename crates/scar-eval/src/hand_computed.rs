@@ -295,7 +295,9 @@ pub(crate) fn small_report() -> EvalReport {
             window: 1,
             groups: aggregate(&scar, &groups),
         }],
+        depth_sweep: vec![],
         tests: vec![],
+        neighbours: vec![],
     };
     EvalReport {
         schema: crate::SCHEMA_VERSION.to_owned(),
@@ -356,7 +358,7 @@ fn markdown_shows_the_hand_computed_numbers() {
         "{markdown}"
     );
     let json = serde_json::to_value(&report).unwrap();
-    assert_eq!(json["schema"], "scar.eval/1");
+    assert_eq!(json["schema"], "scar.eval/2");
     assert_eq!(
         json["stages"][0]["policies"][1]["groups"][0]["group"],
         "boundary"

@@ -54,9 +54,11 @@
 mod benchmark;
 mod error;
 pub mod metrics;
+mod neighbours;
 mod plot;
 mod report;
 mod run;
+mod signals;
 pub mod stats;
 
 #[cfg(test)]
@@ -65,22 +67,25 @@ mod hand_computed;
 pub use benchmark::{Benchmark, GoldSpan, Resolved, ResolvedTest, Snippet, Test, resolve};
 pub use error::{EvalError, Result};
 pub use metrics::{ChunkExtent, Gold, Group, GroupMetrics, TestScore, aggregate, score};
-pub use plot::{LEGEND, plot_recall_vs_chunks};
+pub use neighbours::{NeighbourRow, SEAM_WORDS};
+pub use plot::{LEGEND, plot_recall_vs_chunks, plot_roc};
 pub use report::{
-    Comparison, DataSummary, EvalReport, EvalSettings, PolicyResult, SCHEMA_VERSION, StageResult,
-    SweepPoint, TestRecord,
+    Comparison, DataSummary, DepthPoint, EvalReport, EvalSettings, PolicyResult, SCHEMA_VERSION,
+    StageResult, SweepPoint, TestRecord,
 };
 pub use run::{
-    EvalOptions, NamedPolicy, Progress, SCAR_1, SCAR_1_NO_PENALTY, STATIC_1, Scope,
+    EVIDENCE, EvalOptions, NamedPolicy, Progress, SCAR_1, SCAR_1_NO_PENALTY, STATIC_1, Scope,
     default_policies, evaluate,
 };
+pub use signals::{SIGNALS, SignalReport, SignalSummary, auc, roc, summarize};
 pub use stats::{PairedBootstrap, SplitMix64, paired_bootstrap};
 
 /// Writes `report.json`, `report.md` and `recall_vs_chunks.png` into `dir` (created if
-/// needed) and returns their paths.
-pub fn write_report(report: &EvalReport, dir: &std::path::Path) -> Result<[std::path::PathBuf; 3]> {
+/// needed), and with a neighbour table `neighbours.jsonl` and `roc.png` (the first stage's
+/// signals); returns the paths written.
+pub fn write_report(report: &EvalReport, dir: &std::path::Path) -> Result<Vec<std::path::PathBuf>> {
     fs_err::create_dir_all(dir)?;
-    let paths = [
+    let mut paths = vec![
         dir.join("report.json"),
         dir.join("report.md"),
         dir.join("recall_vs_chunks.png"),
@@ -88,5 +93,25 @@ pub fn write_report(report: &EvalReport, dir: &std::path::Path) -> Result<[std::
     fs_err::write(&paths[0], serde_json::to_string_pretty(report)? + "\n")?;
     fs_err::write(&paths[1], report.to_markdown())?;
     plot_recall_vs_chunks(report, &paths[2])?;
+    let rows: Vec<&NeighbourRow> = report.stages.iter().flat_map(|s| &s.neighbours).collect();
+    if !rows.is_empty() {
+        let mut text = String::new();
+        for row in rows {
+            text += &serde_json::to_string(row)?;
+            text.push('\n');
+        }
+        let table = dir.join("neighbours.jsonl");
+        fs_err::write(&table, text)?;
+        paths.push(table);
+    }
+    if let Some((stage, signals)) = report
+        .stages
+        .first()
+        .and_then(|stage| Some((stage, summarize(&stage.neighbours)?)))
+    {
+        let roc = dir.join("roc.png");
+        plot_roc(stage, &signals, &roc)?;
+        paths.push(roc);
+    }
     Ok(paths)
 }

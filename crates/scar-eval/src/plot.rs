@@ -14,17 +14,22 @@ use plotters::prelude::*;
 use crate::metrics::Group;
 use crate::report::{EvalReport, StageResult};
 use crate::run::SCAR_1;
+use crate::signals::SignalReport;
 use crate::{EvalError, Result};
 
 /// Each policy's colour, by key (other policies are drawn in black).
-pub const LEGEND: [(&str, &str); 7] = [
+pub const LEGEND: [(&str, &str); 11] = [
     ("top_k", "blue"),
     ("static_1", "red"),
     ("static_2", "orange"),
     ("parent_4", "purple"),
+    ("section", "brown"),
     ("scar_1", "green"),
     ("scar_2", "teal"),
     ("scar_1_lambda0", "olive"),
+    ("evidence_1", "pink"),
+    ("evidence_2", "navy"),
+    ("evidence_3", "grey"),
 ];
 
 const FONT: &str = "sans-serif";
@@ -38,9 +43,15 @@ fn colour(key: &str) -> RGBColor {
         Some("green") => RGBColor(44, 160, 44),
         Some("teal") => RGBColor(23, 190, 207),
         Some("olive") => RGBColor(188, 189, 34),
+        Some("brown") => RGBColor(140, 86, 75),
+        Some("pink") => RGBColor(227, 119, 194),
+        Some("navy") => NAVY,
+        Some("grey") => RGBColor(127, 127, 127),
         _ => BLACK,
     }
 }
+
+const NAVY: RGBColor = RGBColor(0, 0, 128);
 
 /// Registers the first font found, once per process; whether there is one.
 fn font() -> bool {
@@ -72,7 +83,8 @@ fn font() -> bool {
 
 /// Draws recall against mean unique chunks for the report's first first stage: boundary
 /// tests on the left, atomic on the right; a coloured dot per policy ([`LEGEND`]), a grey dot
-/// per sweep setting, a ring around SCAR ±1.
+/// per SCAR sweep setting, a ring around SCAR ±1, and a navy line through the evidence walk's
+/// depths.
 pub fn plot_recall_vs_chunks(report: &EvalReport, path: &Path) -> Result<()> {
     draw(report, path, font())
 }
@@ -119,6 +131,7 @@ fn panel(
         .iter()
         .filter_map(|p| p.group(group))
         .chain(stage.sweep.iter().filter_map(|p| p.group(group)))
+        .chain(stage.depth_sweep.iter().filter_map(|p| p.group(group)))
         .map(|m| (m.mean_chunks, m.recall))
         .collect();
     let x_max = points.iter().map(|p| p.0).fold(1.0, f64::max) * 1.25;
@@ -148,6 +161,17 @@ fn panel(
     let sweep = stage.sweep.iter().filter_map(|p| p.group(group));
     chart
         .draw_series(sweep.map(|m| Circle::new((m.mean_chunks, m.recall), 3, grey.filled())))
+        .map_err(|e| fail(&e))?;
+    let depths = stage.depth_sweep.iter().filter_map(|p| p.group(group));
+    let frontier: Vec<(f64, f64)> = depths.map(|m| (m.mean_chunks, m.recall)).collect();
+    chart
+        .draw_series(LineSeries::new(
+            frontier.iter().copied(),
+            NAVY.stroke_width(2),
+        ))
+        .map_err(|e| fail(&e))?;
+    chart
+        .draw_series(frontier.iter().map(|&at| Circle::new(at, 3, NAVY.filled())))
         .map_err(|e| fail(&e))?;
     // Labels go right of their dot (left near the right edge), moved down past labels
     // already placed nearby.
@@ -187,6 +211,97 @@ fn panel(
         }
     }
     Ok(())
+}
+
+/// Draws the ROC curve of every neighbour signal of `stage` (boundary-fragmented tests,
+/// distance 1), the chance diagonal, and the paper's rule as a point.
+pub fn plot_roc(stage: &StageResult, report: &SignalReport, path: &Path) -> Result<()> {
+    draw_roc(stage, report, path, font())
+}
+
+/// Line colours for the ROC curves, in the order of [`crate::SIGNALS`].
+const PALETTE: [RGBColor; 9] = [
+    RGBColor(44, 160, 44),
+    RGBColor(23, 190, 207),
+    RGBColor(188, 189, 34),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(255, 127, 14),
+    RGBColor(31, 119, 180),
+    RGBColor(227, 119, 194),
+    NAVY,
+];
+
+fn draw_roc(stage: &StageResult, report: &SignalReport, path: &Path, text: bool) -> Result<()> {
+    let root = BitMapBackend::new(path, (900, 760)).into_drawing_area();
+    let drawn = (|| -> std::result::Result<(), String> {
+        let fail = |e: &dyn std::fmt::Display| e.to_string();
+        root.fill(&WHITE).map_err(|e| fail(&e))?;
+        let mut builder = ChartBuilder::on(&root);
+        builder.margin(20);
+        if text {
+            let caption = format!(
+                "Which signal tells a useful neighbour? ({} of {}, {})",
+                report.useful, report.neighbours, stage.first_stage
+            );
+            builder
+                .caption(caption, (FONT, 20))
+                .x_label_area_size(40)
+                .y_label_area_size(50);
+        }
+        let mut chart = builder
+            .build_cartesian_2d(0.0..1.0, 0.0..1.0)
+            .map_err(|e| fail(&e))?;
+        let mut mesh = chart.configure_mesh();
+        if text {
+            mesh.x_desc("share of other neighbours accepted (false positive rate)")
+                .y_desc("share of useful neighbours accepted")
+                .label_style((FONT, 14));
+        } else {
+            mesh.x_labels(0).y_labels(0);
+        }
+        mesh.draw().map_err(|e| fail(&e))?;
+        let grey = RGBColor(170, 170, 170);
+        chart
+            .draw_series(LineSeries::new([(0.0, 0.0), (1.0, 1.0)], grey))
+            .map_err(|e| fail(&e))?;
+        for ((name, curve), (colour, summary)) in crate::signals::curves(stage)
+            .into_iter()
+            .zip(PALETTE.iter().zip(&report.signals))
+        {
+            let series = chart
+                .draw_series(LineSeries::new(curve, colour.stroke_width(2)))
+                .map_err(|e| fail(&e))?;
+            if text {
+                let label = format!("{name} (AUC {:.3})", summary.auc);
+                series
+                    .label(label)
+                    .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], *colour));
+            }
+        }
+        let (fpr, tpr) = report.paper_point;
+        chart
+            .draw_series([Circle::new((fpr, tpr), 8, BLACK.stroke_width(2))])
+            .map_err(|e| fail(&e))?;
+        if text {
+            let label = EmptyElement::at((fpr, tpr))
+                + Text::new("paper's rule", (12, -6), (FONT, 14).into_font());
+            chart.draw_series([label]).map_err(|e| fail(&e))?;
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::LowerRight)
+                .background_style(WHITE.mix(0.9))
+                .border_style(BLACK)
+                .label_font((FONT, 13))
+                .draw()
+                .map_err(|e| fail(&e))?;
+        }
+        root.present().map_err(|e| fail(&e))
+    })();
+    drawn.map_err(|message| EvalError::Plot {
+        path: path.to_owned(),
+        message,
+    })
 }
 
 #[cfg(test)]

@@ -8,11 +8,11 @@ use scar_retrieve::FirstStage;
 use serde::{Deserialize, Serialize};
 
 use crate::metrics::{Group, GroupMetrics, TestScore};
-use crate::run::{NamedPolicy, SCAR_1, STATIC_1, Scope};
+use crate::run::{EVIDENCE, NamedPolicy, SCAR_1, STATIC_1, Scope};
 use crate::stats::PairedBootstrap;
 
 /// Version of the JSON layout of [`EvalReport`]; bumped on any incompatible change.
-pub const SCHEMA_VERSION: &str = "scar.eval/1";
+pub const SCHEMA_VERSION: &str = "scar.eval/2";
 
 /// Everything one evaluation run measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -98,8 +98,13 @@ pub struct StageResult {
     pub comparisons: Vec<Comparison>,
     /// SCAR over the λ × γ grid, on the same seeds.
     pub sweep: Vec<SweepPoint>,
+    /// The evidence walk over its depths, on the same seeds.
+    pub depth_sweep: Vec<DepthPoint>,
     /// Per test: its gold chunks, seeds and per-policy scores.
     pub tests: Vec<TestRecord>,
+    /// Every neighbour of every seed with its signals, when asked for.
+    #[serde(skip)]
+    pub neighbours: Vec<crate::NeighbourRow>,
 }
 
 /// One policy's means per group.
@@ -152,6 +157,25 @@ pub struct SweepPoint {
 }
 
 impl SweepPoint {
+    /// The means over `group`, if it has tests.
+    #[must_use]
+    pub fn group(&self, group: Group) -> Option<&GroupMetrics> {
+        self.groups.iter().find(|m| m.group == group)
+    }
+}
+
+/// The evidence walk at one depth, over the same seeds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DepthPoint {
+    /// The depth, as a multiple of the number of seeds.
+    pub depth: u32,
+    /// The window.
+    pub window: u32,
+    /// Means per group.
+    pub groups: Vec<GroupMetrics>,
+}
+
+impl DepthPoint {
     /// The means over `group`, if it has tests.
     #[must_use]
     pub fn group(&self, group: Group) -> Option<&GroupMetrics> {
@@ -256,12 +280,22 @@ impl EvalReport {
         out.push_str(&self.summary_markdown());
         for stage in &self.stages {
             sweep_tables(&mut out, stage);
+            depth_table(&mut out, stage);
+            if let Some(signals) = crate::signals::summarize(&stage.neighbours) {
+                let _ = writeln!(
+                    out,
+                    "\n## Neighbour signals, first stage {} (`neighbours.jsonl`, `roc.png`)\n",
+                    stage.first_stage
+                );
+                out.push_str(&crate::signals::markdown(&signals));
+            }
         }
         let _ = writeln!(
             out,
             "\n## Plot\n\n`recall_vs_chunks.png`: recall (y) against mean unique chunks (x), boundary-fragmented \
              tests on the left, atomic on the right, first stage {}. Policies: {}. Grey dots: the SCAR ±1 \
-             sweep settings; the black ring marks SCAR ±1 itself.",
+             sweep settings; the black ring marks SCAR ±1 itself; the dark line joins the evidence walk's \
+             depths, the frontier it traces.",
             self.stages
                 .first()
                 .map_or_else(String::new, |s| s.first_stage.to_string()),
@@ -529,5 +563,50 @@ fn sweep_tables(out: &mut String, stage: &StageResult) {
             }
             out.push('\n');
         }
+    }
+}
+
+fn depth_table(out: &mut String, stage: &StageResult) {
+    let Some(first) = stage.depth_sweep.first() else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "\n## Sweep: evidence ±{}, first stage {} (recall / mean chunks; depth × k)\n",
+        first.window, stage.first_stage
+    );
+    let reference = |key: &str| {
+        stage
+            .policies
+            .iter()
+            .find(|p| p.key == key)
+            .and_then(|p| p.group(Group::Boundary))
+    };
+    if let (Some(fixed), Some(evidence)) = (reference(STATIC_1), reference(EVIDENCE)) {
+        let _ = writeln!(
+            out,
+            "For reference, boundary-fragmented: static ±1 {:.1}% / {:.2}, evidence ±2 at depth {}×k {:.1}% / {:.2}.\n",
+            100.0 * fixed.recall,
+            fixed.mean_chunks,
+            scar_policy::Policy::DEFAULT_DEPTH,
+            100.0 * evidence.recall,
+            evidence.mean_chunks
+        );
+    }
+    out.push_str("| depth | boundary | atomic |\n|---:|---:|---:|\n");
+    for point in &stage.depth_sweep {
+        let cell = |group| {
+            point.group(group).map_or_else(
+                || "–".to_owned(),
+                |m: &GroupMetrics| format!("{:.1}% / {:.2}", 100.0 * m.recall, m.mean_chunks),
+            )
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} |",
+            point.depth,
+            cell(Group::Boundary),
+            cell(Group::Atomic)
+        );
     }
 }

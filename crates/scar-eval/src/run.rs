@@ -4,17 +4,17 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use scar_core::{ChunkId, dot, norm};
+use scar_core::ChunkId;
 use scar_index::Index;
-use scar_policy::{Options, Policy, Seed, expand};
-use scar_retrieve::{FirstStage, IndexSource, Prepared, Retriever};
+use scar_policy::{Options, Policy, expand};
+use scar_retrieve::{FirstStage, IndexSource, Retriever};
 use serde::{Deserialize, Serialize};
 
 use crate::benchmark::Resolved;
 use crate::metrics::{ChunkExtent, Gold, Group, TestScore, aggregate, score};
 use crate::report::{
-    Comparison, DataSummary, EvalReport, EvalSettings, PolicyResult, SCHEMA_VERSION, StageResult,
-    SweepPoint, TestRecord,
+    Comparison, DataSummary, DepthPoint, EvalReport, EvalSettings, PolicyResult, SCHEMA_VERSION,
+    StageResult, SweepPoint, TestRecord,
 };
 use crate::stats::{DEFAULT_SEED, paired_bootstrap};
 use crate::{EvalError, Result};
@@ -48,21 +48,25 @@ pub const SCAR_1: &str = "scar_1";
 pub const STATIC_1: &str = "static_1";
 /// The key of SCAR ±1 without the continuity penalty (λ = 0).
 pub const SCAR_1_NO_PENALTY: &str = "scar_1_lambda0";
+/// The key of the evidence walk at its defaults (±2, depth 10×k), the default policy.
+pub const EVIDENCE: &str = "evidence_2";
 
-/// The paper's comparison set: top-k, static ±1 and ±2, parent (the heading section, or the
-/// block of 4 chunks in a document without headings), SCAR ±1 and ±2 with
-/// λ = 0.1 and γ = 0.8, and SCAR ±1 with λ = 0 (the ablation).
+/// The comparison set: the paper's (top-k, static ±1 and ±2, parent, SCAR ±1 and ±2 with λ = 0.1
+/// and γ = 0.8, SCAR ±1 with λ = 0), the heading-section variant of parent, and the evidence
+/// walk ±1, ±2 (the default) and ±3 at its default depth.
 #[must_use]
 pub fn default_policies() -> Vec<NamedPolicy> {
     let gamma = Policy::PAPER_GAMMA;
+    let block = Policy::DEFAULT_BLOCK;
     vec![
         NamedPolicy::new("top_k", "top-k", Policy::TopK),
         NamedPolicy::new(STATIC_1, "static ±1", Policy::StaticWindow { window: 1 }),
         NamedPolicy::new("static_2", "static ±2", Policy::StaticWindow { window: 2 }),
+        NamedPolicy::new("parent_4", "parent (block of 4)", Policy::Parent { block }),
         NamedPolicy::new(
-            "parent_4",
-            "parent (section or block 4)",
-            Policy::Parent { block: 4 },
+            "section",
+            "section (or block of 4)",
+            Policy::Section { block },
         ),
         NamedPolicy::new(SCAR_1, "SCAR ±1", Policy::scar(1)),
         NamedPolicy::new("scar_2", "SCAR ±2", Policy::scar(2)),
@@ -75,13 +79,17 @@ pub fn default_policies() -> Vec<NamedPolicy> {
                 window: 1,
             },
         ),
+        NamedPolicy::new("evidence_1", "evidence ±1", Policy::evidence(1)),
+        NamedPolicy::new(EVIDENCE, "evidence ±2", Policy::evidence(2)),
+        NamedPolicy::new("evidence_3", "evidence ±3", Policy::evidence(3)),
     ]
 }
 
-/// How to run an evaluation. [`Default`]: k = 5, dense first stage, [`default_policies`],
-/// SCAR ±1 against static ±1 and λ = 0 against λ = 0.1, B = 10,000 resamples with
-/// [`DEFAULT_SEED`], and the sweep λ ∈ {0, 0.05, 0.1, 0.2, 0.3} × γ ∈ {0.60, 0.65, …, 0.95} for
-/// SCAR ±1.
+/// How to run an evaluation. [`Default`]: k = 5, the hybrid first stage, [`default_policies`],
+/// the evidence walk against static ±1 and against SCAR ±1, SCAR ±1 against static ±1 and λ = 0
+/// against λ = 0.1, B = 10,000 resamples with [`DEFAULT_SEED`], the sweep
+/// λ ∈ {0, 0.05, 0.1, 0.2, 0.3} × γ ∈ {0.60, 0.65, …, 0.95} for SCAR ±1, and the evidence walk
+/// ±2 at depths 1 to 50.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EvalOptions {
     /// Seeds per question.
@@ -102,10 +110,16 @@ pub struct EvalOptions {
     pub sweep_gammas: Vec<f32>,
     /// The SCAR window of the sweep.
     pub sweep_window: u32,
+    /// Depths of the evidence walk's sweep.
+    pub sweep_depths: Vec<u32>,
+    /// The evidence walk's window in its sweep.
+    pub sweep_depth_window: u32,
     /// Where the first stage looks for seeds.
     pub scope: Scope,
     /// Whether the tests are a quick subset (recorded in the report).
     pub quick: bool,
+    /// Whether to gather the per-neighbour table.
+    pub neighbour_table: bool,
 }
 
 /// Where the first stage looks for a test's seeds.
@@ -147,10 +161,12 @@ impl std::fmt::Display for Scope {
 impl Default for EvalOptions {
     fn default() -> Self {
         Self {
-            k: 5,
-            first_stages: vec![FirstStage::Dense],
+            k: scar_retrieve::DEFAULT_K,
+            first_stages: vec![FirstStage::default()],
             policies: default_policies(),
             comparisons: vec![
+                (EVIDENCE.to_owned(), STATIC_1.to_owned()),
+                (EVIDENCE.to_owned(), SCAR_1.to_owned()),
                 (SCAR_1.to_owned(), STATIC_1.to_owned()),
                 (SCAR_1_NO_PENALTY.to_owned(), SCAR_1.to_owned()),
             ],
@@ -159,8 +175,11 @@ impl Default for EvalOptions {
             sweep_lambdas: vec![0.0, 0.05, 0.1, 0.2, 0.3],
             sweep_gammas: (0..8).map(|i| 0.6 + 0.05 * i as f32).collect(),
             sweep_window: 1,
+            sweep_depths: vec![1, 2, 3, 5, 7, 10, 15, 20, 30, 50],
+            sweep_depth_window: 2,
             scope: Scope::Index,
             quick: false,
+            neighbour_table: false,
         }
     }
 }
@@ -199,6 +218,13 @@ impl EvalOptions {
                 }
                 .validate()?;
             }
+        }
+        for &depth in &self.sweep_depths {
+            Policy::Evidence {
+                depth,
+                window: self.sweep_depth_window,
+            }
+            .validate()?;
         }
         Ok(())
     }
@@ -381,6 +407,7 @@ struct Runner<'a> {
     groups: Vec<Group>,
     policies: Vec<Options>,
     sweep: Vec<(f32, f32, Options)>,
+    depth_sweep: Vec<(u32, Options)>,
 }
 
 impl<'a> Runner<'a> {
@@ -412,6 +439,14 @@ impl<'a> Runner<'a> {
                 .map(|o| (lambda, gamma, o))
             })
             .collect::<Result<_, _>>()?;
+        let depth_sweep = options
+            .sweep_depths
+            .iter()
+            .map(|&depth| {
+                let window = options.sweep_depth_window;
+                Options::new(Policy::Evidence { depth, window }).map(|o| (depth, o))
+            })
+            .collect::<Result<_, _>>()?;
         let groups = tests.iter().map(|t| t.group).collect();
         Ok(Self {
             retriever,
@@ -420,6 +455,7 @@ impl<'a> Runner<'a> {
             groups,
             policies,
             sweep,
+            depth_sweep,
         })
     }
 
@@ -431,49 +467,63 @@ impl<'a> Runner<'a> {
             vec![Vec::with_capacity(self.tests.len()); named.len()];
         let mut sweep_scores: Vec<Vec<TestScore>> =
             vec![Vec::with_capacity(self.tests.len()); self.sweep.len()];
+        let mut depth_scores: Vec<Vec<TestScore>> =
+            vec![Vec::with_capacity(self.tests.len()); self.depth_sweep.len()];
         let mut records = Vec::with_capacity(self.tests.len());
+        let mut neighbours = Vec::new();
+        let mut seams = crate::neighbours::SeamCache::default();
         for test in self.tests {
             let retrieve = |source| EvalError::Retrieve {
                 test: test.id.to_owned(),
                 source: Box::new(source),
             };
-            let mut prepared = self
-                .retriever
-                .prepare(test.query, stage, self.options.k)
-                .map_err(retrieve)?;
-            if self.options.scope == Scope::Document {
-                prepared.seeds = document_seeds(index, &prepared, &test.documents)
-                    .map_err(|e| retrieve(e.into()))?;
+            let prepared = match self.options.scope {
+                Scope::Index => self.retriever.prepare(test.query, stage, self.options.k),
+                Scope::Document => self.retriever.prepare_within(
+                    test.query,
+                    stage,
+                    self.options.k,
+                    &test.documents,
+                ),
             }
-            let mut scores = BTreeMap::new();
-            for ((policy, options), column) in
-                named.iter().zip(&self.policies).zip(&mut policy_scores)
-            {
-                let ledger = self
-                    .retriever
-                    .expand(&prepared, options)
-                    .map_err(retrieve)?
-                    .ledger;
-                let result = score(
-                    &test.gold,
-                    &context_extents(index, &ledger.context),
-                    ledger.context_tokens,
-                );
-                scores.insert(policy.key.clone(), result);
-                column.push(result);
+            .map_err(retrieve)?;
+            if self.options.neighbour_table {
+                neighbours.extend(crate::neighbours::rows(
+                    self.retriever,
+                    &prepared,
+                    test.id,
+                    test.group,
+                    test.gold.chunks(),
+                    &mut seams,
+                    (self.options.scope == Scope::Document).then_some(test.documents.as_slice()),
+                )?);
             }
-            for ((_, _, options), column) in self.sweep.iter().zip(&mut sweep_scores) {
+            let run = |options: &Options| -> Result<TestScore> {
                 let ledger = expand(
                     &IndexSource(index),
                     &prepared.embedding,
                     &prepared.seeds,
+                    &prepared.rankings,
                     options,
                 )?;
-                column.push(score(
-                    &test.gold,
-                    &context_extents(index, &ledger.context),
-                    ledger.context_tokens,
-                ));
+                let context = context_extents(index, &ledger.context);
+                Ok(score(&test.gold, &context, ledger.context_tokens))
+            };
+            let mut scores = BTreeMap::new();
+            for ((policy, options), column) in
+                named.iter().zip(&self.policies).zip(&mut policy_scores)
+            {
+                let result = run(options)?;
+                scores.insert(policy.key.clone(), result);
+                column.push(result);
+            }
+            let sweeps = self.sweep.iter().map(|(_, _, options)| options);
+            let depths = self.depth_sweep.iter().map(|(_, options)| options);
+            for (options, column) in sweeps
+                .chain(depths)
+                .zip(sweep_scores.iter_mut().chain(&mut depth_scores))
+            {
+                column.push(run(options)?);
             }
             records.push(TestRecord {
                 id: test.id.to_owned(),
@@ -485,34 +535,57 @@ impl<'a> Runner<'a> {
             });
             tick();
         }
-        let policies = named
+        Ok(StageResult {
+            first_stage: stage,
+            policies: self.policy_results(&policy_scores),
+            comparisons: self.compare(&policy_scores),
+            sweep: self.sweep_results(&sweep_scores),
+            depth_sweep: self.depth_results(&depth_scores),
+            tests: records,
+            neighbours,
+        })
+    }
+
+    /// Each named policy's means per group.
+    fn policy_results(&self, scores: &[Vec<TestScore>]) -> Vec<PolicyResult> {
+        self.options
+            .policies
             .iter()
-            .zip(&policy_scores)
+            .zip(scores)
             .map(|(policy, scores)| PolicyResult {
                 key: policy.key.clone(),
                 label: policy.label.clone(),
                 policy: policy.policy,
                 groups: aggregate(scores, &self.groups),
             })
-            .collect();
-        let sweep = self
-            .sweep
+            .collect()
+    }
+
+    /// Each λ × γ setting's means per group.
+    fn sweep_results(&self, scores: &[Vec<TestScore>]) -> Vec<SweepPoint> {
+        self.sweep
             .iter()
-            .zip(&sweep_scores)
+            .zip(scores)
             .map(|((lambda, gamma, _), scores)| SweepPoint {
                 lambda: *lambda,
                 gamma: *gamma,
                 window: self.options.sweep_window,
                 groups: aggregate(scores, &self.groups),
             })
-            .collect();
-        Ok(StageResult {
-            first_stage: stage,
-            policies,
-            comparisons: self.compare(&policy_scores),
-            sweep,
-            tests: records,
-        })
+            .collect()
+    }
+
+    /// Each evidence depth's means per group.
+    fn depth_results(&self, scores: &[Vec<TestScore>]) -> Vec<DepthPoint> {
+        self.depth_sweep
+            .iter()
+            .zip(scores)
+            .map(|((depth, _), scores)| DepthPoint {
+                depth: *depth,
+                window: self.options.sweep_depth_window,
+                groups: aggregate(scores, &self.groups),
+            })
+            .collect()
     }
 
     /// The paired bootstraps of the option's comparisons, per group and metric.
@@ -556,66 +629,6 @@ impl<'a> Runner<'a> {
         }
         comparisons
     }
-}
-
-/// The top-k seeds of `prepared`'s first stage among the chunks of `documents` only: exact
-/// cosine for dense, BM25 over the whole index filtered to those documents, and for hybrid the
-/// same reciprocal rank fusion as [`Retriever::prepare`] (constant 60, depth max(4k, 50)) over
-/// those two lists.
-fn document_seeds(
-    index: &Index,
-    prepared: &Prepared,
-    documents: &[u32],
-) -> scar_index::Result<Vec<Seed>> {
-    let k = prepared.k;
-    let rows: Vec<u32> = index
-        .documents()
-        .iter()
-        .filter(|d| documents.contains(&d.slot))
-        .flat_map(scar_index::DocumentEntry::rows)
-        .collect();
-    let dense = |depth: usize| {
-        let query_norm = norm(&prepared.embedding).max(f32::MIN_POSITIVE);
-        let mut hits: Vec<(ChunkId, f32)> = rows
-            .iter()
-            .map(|&row| {
-                (
-                    ChunkId(row),
-                    dot(&prepared.embedding, index.embedding(ChunkId(row))) / query_norm,
-                )
-            })
-            .collect();
-        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        hits.truncate(depth);
-        hits
-    };
-    let bm25 = |depth: usize| -> scar_index::Result<Vec<(ChunkId, f32)>> {
-        let mut hits = index.bm25_search(&prepared.query, index.len())?;
-        hits.retain(|(id, _)| rows.contains(&id.0));
-        hits.truncate(depth);
-        Ok(hits)
-    };
-    let hits = match prepared.first_stage {
-        FirstStage::Dense => dense(k),
-        FirstStage::Bm25 => bm25(k)?,
-        FirstStage::Hybrid => {
-            let depth = (4 * k).max(50);
-            let mut scores: HashMap<ChunkId, f32> = HashMap::new();
-            for list in [dense(depth), bm25(depth)?] {
-                for (rank, (id, _)) in list.iter().enumerate() {
-                    *scores.entry(*id).or_default() += 1.0 / (60.0 + rank as f32 + 1.0);
-                }
-            }
-            let mut fused: Vec<(ChunkId, f32)> = scores.into_iter().collect();
-            fused.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-            fused.truncate(k);
-            fused
-        }
-    };
-    Ok(hits
-        .into_iter()
-        .map(|(id, score)| Seed { id, score })
-        .collect())
 }
 
 /// One per-test value.

@@ -2,11 +2,13 @@
 
 use std::ops::Range;
 
+use scar_core::SeamKind;
 use serde::{Deserialize, Serialize};
 use text_splitter::{Characters, ChunkConfig, ChunkSizer, MarkdownSplitter, TextSplitter};
 use tokenizers::Tokenizer;
 
 use crate::load::{Format, Heading, LoadedDocument};
+use crate::seam::seam_kind;
 use crate::{IndexError, Result};
 
 /// What a chunk's capacity is measured in.
@@ -56,6 +58,8 @@ pub(crate) struct ChunkSpan {
     pub heading_path: String,
     /// Index of the innermost enclosing heading in the document, if any.
     pub section: Option<u32>,
+    /// Where the cut to the next chunk fell; `None` for the document's last chunk.
+    pub seam_after: Option<SeamKind>,
 }
 
 impl ChunkSpan {
@@ -130,7 +134,7 @@ impl Chunker {
             }
         };
         let mut headings = HeadingTracker::new(&document.headings);
-        Ok(pieces
+        let mut spans: Vec<ChunkSpan> = pieces
             .into_iter()
             .map(|(byte_start, char_start, piece)| {
                 let (heading_path, section) = headings.at(byte_start);
@@ -139,9 +143,20 @@ impl Chunker {
                     chars: char_start..char_start + piece.chars().count(),
                     heading_path,
                     section,
+                    seam_after: None,
                 }
             })
-            .collect())
+            .collect();
+        for i in 1..spans.len() {
+            let kind = seam_kind(
+                text,
+                &spans[i - 1].bytes,
+                &spans[i].bytes,
+                &document.headings,
+            );
+            spans[i - 1].seam_after = Some(kind);
+        }
+        Ok(spans)
     }
 }
 

@@ -11,6 +11,19 @@ pub enum IndexError {
         /// The operating system's error.
         source: std::io::Error,
     },
+    /// The index was written in another on-disk format.
+    #[error(
+        "{dir} was built by another version of SCAR (index format {found}; this one reads \
+         {reads}); rebuild it with `scar --index {dir} index --rebuild`"
+    )]
+    OtherFormat {
+        /// The index folder.
+        dir: PathBuf,
+        /// The format it was written in.
+        found: u32,
+        /// The format this build reads.
+        reads: u32,
+    },
     /// The folder holds no index.
     #[error("{0} is not a SCAR index (no manifest.json); build one with `scar index`")]
     NotAnIndex(PathBuf),

@@ -37,6 +37,7 @@ mod error;
 mod hnsw;
 mod indexer;
 mod load;
+mod seam;
 mod search;
 mod store;
 mod walk;
@@ -46,5 +47,8 @@ pub use error::{IndexError, Result};
 pub use hnsw::{HnswGraph, HnswInfo, HnswParams};
 pub use indexer::{HnswSetting, IndexOptions, IndexProgress, IndexReport, Skipped, index_paths};
 pub use load::{Format, Heading, LoadError, LoadOptions, LoadedDocument, load_document};
+pub use seam::{seam_kind, seam_text};
 pub use search::exact_top_k;
-pub use store::{Catalog, ChunkView, DocumentEntry, Index, Manifest, VectorEncoding};
+pub use store::{
+    BuiltFrom, Catalog, ChunkView, DocumentEntry, Index, Manifest, VectorEncoding, built_from,
+};

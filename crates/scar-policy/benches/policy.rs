@@ -1,11 +1,12 @@
-//! Policy time per query, without I/O: SCAR against a static window on 1,024-dim vectors.
+//! Policy time per query, without I/O: SCAR and the evidence walk against a static window on
+//! 1,024-dim vectors.
 #![allow(missing_docs)]
 
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use scar_core::{ChunkId, norm};
-use scar_policy::{MemoryChunk, MemorySource, Options, Policy, Seed, expand};
+use scar_policy::{MemoryChunk, MemorySource, Options, Policy, Rankings, Seed, expand};
 
 const DIMENSION: usize = 1024;
 const DOCUMENTS: usize = 40;
@@ -53,14 +54,35 @@ fn policy(c: &mut Criterion) {
                 score: 1.0 / (rank + 1) as f32,
             })
             .collect();
+        // Rankings as deep as the retriever draws them, in a random order.
+        let order = |random: &mut Random| -> Vec<ChunkId> {
+            (0..100 * k)
+                .map(|_| ChunkId((random.next() % total) as u32))
+                .collect()
+        };
+        let rankings = Rankings::new(
+            order(&mut random),
+            order(&mut random),
+            100 * k,
+            source.len(),
+        );
         for window in [1, 2] {
             for (name, policy) in [
                 ("scar", Policy::scar(window)),
+                ("evidence", Policy::evidence(window)),
                 ("static", Policy::StaticWindow { window }),
             ] {
                 let options = Options::new(policy).expect("valid policy");
                 group.bench_function(format!("{name}/k={k}/w={window}"), |b| {
-                    b.iter(|| expand(&source, black_box(&query), black_box(&seeds), &options));
+                    b.iter(|| {
+                        expand(
+                            &source,
+                            black_box(&query),
+                            black_box(&seeds),
+                            &rankings,
+                            &options,
+                        )
+                    });
                 });
             }
         }

@@ -5,7 +5,7 @@ use scar_core::ChunkId;
 use crate::Side;
 
 /// Why a policy could not be built or run.
-#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PolicyError {
     /// SCAR's γ is outside (0, 1).
     #[error("SCAR's gamma must lie strictly between 0 and 1, got {0}; the paper uses 0.8")]
@@ -16,6 +16,15 @@ pub enum PolicyError {
     /// A parent block of zero chunks.
     #[error("a parent block must hold at least 1 chunk")]
     EmptyBlock,
+    /// An evidence depth of zero.
+    #[error("the evidence depth must be at least 1 (it multiplies the number of seeds)")]
+    ZeroDepth,
+    /// A policy name nobody knows.
+    #[error("unknown policy `{0}`: use evidence, scar, static_window, top_k, parent or section")]
+    UnknownKind(String),
+    /// The evidence walk was asked to run without the first stage's rankings.
+    #[error("the evidence policy needs the question's dense and BM25 rankings; none were given")]
+    NoRankings,
     /// The query embedding cannot be compared.
     #[error("the query embedding {0}; check the embedding model's output")]
     Query(VectorProblem),

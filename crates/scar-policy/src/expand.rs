@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     ChunkSource, Ledger, NeighbourRecord, Options, Outcome, ParentScope, Policy, PolicyError,
-    Result, SeedRecord, Side, VectorProblem,
+    Rankings, Result, SeedRecord, Side, VectorProblem, fused_score,
 };
 
 /// A first-stage hit; its rank is its place in the seed list, from 1.
@@ -22,15 +22,23 @@ pub struct Seed {
 
 const SIDES: [Side; 2] = [Side::Previous, Side::Next];
 
-/// Runs the policy in `options` over `seeds` (best first) for the query embedding `query`.
+/// Runs the policy in `options` over `seeds` (best first) for the query embedding `query`, whose
+/// first-stage `rankings` the evidence walk reads (and every ledger shows).
 ///
-/// See the crate documentation for the rule, the walk and the budget.
+/// See the crate documentation for the rules, the walk and the budget.
 pub fn expand<S: ChunkSource + ?Sized>(
     source: &S,
     query: &[f32],
     seeds: &[Seed],
+    rankings: &Rankings,
     options: &Options,
 ) -> Result<Ledger> {
+    if matches!(options.policy(), Policy::Evidence { .. })
+        && rankings.is_empty()
+        && !seeds.is_empty()
+    {
+        return Err(PolicyError::NoRankings);
+    }
     let mut seen = HashSet::new();
     let distinct: Vec<(usize, &Seed)> = seeds
         .iter()
@@ -40,6 +48,8 @@ pub fn expand<S: ChunkSource + ?Sized>(
     // Every seed counts as in the context from the start, so no walk accepts one as a neighbour.
     let mut expander = Expander {
         scorer: Scorer::new(source, query)?,
+        rankings,
+        seed_count: seeds.len(),
         in_context: seen,
     };
     let mut records = distinct
@@ -123,11 +133,14 @@ impl<'a, S: ChunkSource + ?Sized> Scorer<'a, S> {
     }
 }
 
-/// SCAR's gate for one seed.
+/// The rule that decides each step of a walk.
 #[derive(Clone, Copy)]
-struct Gate {
-    lambda: f32,
-    bar: f32,
+enum Gate {
+    /// SCAR: S = cos(q, n) − λ·b against the seed's bar.
+    Scar { lambda: f32, bar: f32 },
+    /// The evidence walk: the fused rank score against the score of a chunk ranked at the depth
+    /// in both lists.
+    Evidence { bar: f32 },
 }
 
 /// How one seed's walk runs on one side.
@@ -135,9 +148,9 @@ struct Gate {
 struct Walk {
     /// The most steps to take.
     steps: u32,
-    /// For a parent section: stop, silently, at the first chunk outside it.
+    /// For a section: stop, silently, at the first chunk outside it.
     section: Option<u32>,
-    /// SCAR's rule, or `None` to accept every chunk reached.
+    /// The rule, or `None` to accept every chunk reached.
     gate: Option<Gate>,
 }
 
@@ -150,10 +163,21 @@ impl Walk {
             gate: None,
         }
     }
+
+    /// Up to `steps` steps, each decided by `gate`.
+    fn gated(steps: u32, gate: Gate) -> Self {
+        Self {
+            gate: Some(gate),
+            ..Self::up_to(steps)
+        }
+    }
 }
 
 struct Expander<'a, S: ?Sized> {
     scorer: Scorer<'a, S>,
+    rankings: &'a Rankings,
+    /// How many seeds were given, duplicates included: the evidence depth's unit.
+    seed_count: usize,
     /// Seeds plus the neighbours accepted so far.
     in_context: HashSet<ChunkId>,
 }
@@ -184,26 +208,26 @@ impl<S: ChunkSource + ?Sized> Expander<'_, S> {
                 // query: its neighbours then need S > 0.
                 let bar = gamma * query_cos.max(0.0);
                 record.bar = Some(bar);
-                [Walk {
-                    gate: Some(Gate { lambda, bar }),
-                    ..Walk::up_to(window)
-                }; 2]
+                [Walk::gated(window, Gate::Scar { lambda, bar }); 2]
+            }
+            Policy::Evidence { depth, window } => {
+                let rank = self.rankings.evidence_rank(depth, self.seed_count);
+                let bar = fused_score(Some(rank), Some(rank));
+                record.bar = Some(bar);
+                [Walk::gated(window, Gate::Evidence { bar }); 2]
             }
             Policy::Parent { block } => {
-                let scope = self.parent_scope(seed.id, block);
+                let scope = self.block_scope(seed.id, block);
                 record.scope = Some(scope);
-                match scope {
-                    ParentScope::Section { section } => {
-                        [Walk {
-                            section: Some(section),
-                            ..Walk::up_to(u32::MAX)
-                        }; 2]
-                    }
-                    ParentScope::Block { start, end } => {
-                        let ordinal = self.scorer.source.position(seed.id).ordinal;
-                        [Walk::up_to(ordinal - start), Walk::up_to(end - 1 - ordinal)]
-                    }
-                }
+                self.scope_walks(seed.id, scope)
+            }
+            Policy::Section { block } => {
+                let scope = self.scorer.source.section(seed.id).map_or_else(
+                    || self.block_scope(seed.id, block),
+                    |section| ParentScope::Section { section },
+                );
+                record.scope = Some(scope);
+                self.scope_walks(seed.id, scope)
             }
         };
         for (side, plan) in SIDES.into_iter().zip(plans) {
@@ -212,15 +236,27 @@ impl<S: ChunkSource + ?Sized> Expander<'_, S> {
         Ok(record)
     }
 
-    fn parent_scope(&self, id: ChunkId, block: u32) -> ParentScope {
-        let source = self.scorer.source;
-        if let Some(section) = source.section(id) {
-            ParentScope::Section { section }
-        } else {
-            let start = source.position(id).ordinal / block * block;
-            ParentScope::Block {
-                start,
-                end: start.saturating_add(block),
+    /// The aligned block of `block` chunks that holds `id`.
+    fn block_scope(&self, id: ChunkId, block: u32) -> ParentScope {
+        let start = self.scorer.source.position(id).ordinal / block * block;
+        ParentScope::Block {
+            start,
+            end: start.saturating_add(block),
+        }
+    }
+
+    /// The two walks that cover `scope` around the seed `id`.
+    fn scope_walks(&self, id: ChunkId, scope: ParentScope) -> [Walk; 2] {
+        match scope {
+            ParentScope::Section { section } => {
+                [Walk {
+                    section: Some(section),
+                    ..Walk::up_to(u32::MAX)
+                }; 2]
+            }
+            ParentScope::Block { start, end } => {
+                let ordinal = self.scorer.source.position(id).ordinal;
+                [Walk::up_to(ordinal - start), Walk::up_to(end - 1 - ordinal)]
             }
         }
     }
@@ -249,8 +285,15 @@ impl<S: ChunkSource + ?Sized> Expander<'_, S> {
             }
             let query_cos = self.scorer.query_cos(id)?;
             let penalty = self.scorer.penalty(previous, side)?;
-            let score = plan.gate.map(|gate| query_cos - gate.lambda * penalty);
-            let bar = plan.gate.map(|gate| gate.bar);
+            let (dense_rank, lexical_rank) =
+                (self.rankings.dense_rank(id), self.rankings.lexical_rank(id));
+            let (score, bar) = match plan.gate {
+                None => (None, None),
+                Some(Gate::Scar { lambda, bar }) => (Some(query_cos - lambda * penalty), Some(bar)),
+                Some(Gate::Evidence { bar }) => {
+                    (Some(fused_score(dense_rank, lexical_rank)), Some(bar))
+                }
+            };
             // A chunk already in the context passes: the walk goes on through it.
             let outcome = if self.in_context.contains(&id) {
                 Outcome::AlreadyInContext
@@ -267,8 +310,11 @@ impl<S: ChunkSource + ?Sized> Expander<'_, S> {
                 side,
                 distance,
                 id: Some(id),
+                seam: source.seam(previous, side),
                 query_cos: Some(query_cos),
                 penalty: Some(penalty),
+                dense_rank,
+                lexical_rank,
                 score,
                 bar,
                 margin: score.zip(bar).map(|(score, bar)| score - bar),
@@ -372,6 +418,7 @@ fn fit_budget<S: ChunkSource + ?Sized>(
 mod tests {
     use super::*;
     use crate::{MemoryChunk, MemorySource};
+    use scar_core::SeamKind;
 
     const TOLERANCE: f32 = 1e-5;
 
@@ -400,10 +447,21 @@ mod tests {
     }
 
     fn run(source: &MemorySource, query: &[f32], seed_ids: &[ChunkId], policy: Policy) -> Ledger {
+        ranked(source, query, seed_ids, &Rankings::default(), policy)
+    }
+
+    fn ranked(
+        source: &MemorySource,
+        query: &[f32],
+        seed_ids: &[ChunkId],
+        rankings: &Rankings,
+        policy: Policy,
+    ) -> Ledger {
         expand(
             source,
             query,
             &seeds(seed_ids),
+            rankings,
             &Options::new(policy).unwrap(),
         )
         .unwrap()
@@ -630,13 +688,13 @@ mod tests {
     }
 
     #[test]
-    fn parent_expands_to_the_contiguous_heading_section() {
+    fn section_expands_to_the_contiguous_heading_section() {
         let mut source = MemorySource::new();
         let sections = [0, 0, 1, 1, 1, 2];
         let ids = source.add_document(
             sections.map(|section| MemoryChunk::new(Q.to_vec(), 5).in_section(section)),
         );
-        let ledger = run(&source, Q, &[ids[3], ids[0]], Policy::Parent { block: 4 });
+        let ledger = run(&source, Q, &[ids[3], ids[0]], Policy::Section { block: 4 });
         assert_eq!(
             ledger.seeds[0].scope,
             Some(ParentScope::Section { section: 1 })
@@ -660,30 +718,168 @@ mod tests {
     }
 
     #[test]
-    fn parent_without_sections_uses_aligned_blocks() {
+    fn parent_and_section_without_sections_use_aligned_blocks() {
         let (source, ids) = source(&[&[(Q, 10); 7]]);
         let doc = &ids[0];
-        let ledger = run(&source, Q, &[doc[4], doc[6]], Policy::Parent { block: 3 });
+        for policy in [Policy::Parent { block: 3 }, Policy::Section { block: 3 }] {
+            let ledger = run(&source, Q, &[doc[4], doc[6]], policy);
+            assert_eq!(
+                ledger.seeds[0].scope,
+                Some(ParentScope::Block { start: 3, end: 6 })
+            );
+            assert_eq!(
+                ledger.seeds[1].scope,
+                Some(ParentScope::Block { start: 6, end: 9 })
+            );
+            assert_eq!(
+                outcomes(&ledger.seeds[0]),
+                [
+                    (Side::Previous, 1, Outcome::Accepted),
+                    (Side::Next, 1, Outcome::Accepted)
+                ]
+            );
+            assert_eq!(
+                outcomes(&ledger.seeds[1]),
+                [(Side::Next, 1, Outcome::DocumentEdge)]
+            );
+            assert_eq!(ledger.context, doc[3..]);
+        }
+    }
+
+    #[test]
+    fn parent_takes_its_block_even_inside_a_long_section() {
+        // One section of six chunks: the section policy takes all six, the parent its block of 2.
+        let mut source = MemorySource::new();
+        let ids =
+            source.add_document((0..6).map(|_| MemoryChunk::new(Q.to_vec(), 5).in_section(0)));
+        let parent = run(&source, Q, &[ids[3]], Policy::Parent { block: 2 });
         assert_eq!(
-            ledger.seeds[0].scope,
-            Some(ParentScope::Block { start: 3, end: 6 })
+            parent.seeds[0].scope,
+            Some(ParentScope::Block { start: 2, end: 4 })
         );
+        assert_eq!(parent.context, ids[2..4]);
+        let section = run(&source, Q, &[ids[3]], Policy::Section { block: 2 });
+        assert_eq!(section.context, ids);
+    }
+
+    /// Rankings from lists of positions in `doc`.
+    fn rankings(doc: &[ChunkId], dense: &[usize], lexical: &[usize]) -> Rankings {
+        let ids = |list: &[usize]| list.iter().map(|&i| doc[i]).collect::<Vec<_>>();
+        Rankings::new(ids(dense), ids(lexical), 100, 1_000)
+    }
+
+    #[test]
+    fn evidence_accepts_a_neighbour_ranked_within_the_depth() {
+        // Document [p, c, n], seed c, depth 2 with one seed: the bar is a chunk ranked 2 in both
+        // lists, 2/62 = 0.032258. n is ranked 2 (dense) and 1 (BM25): 1/62 + 1/61 = 0.032522,
+        // margin +0.000264 → accepted. p is in neither list: score 0 → rejected.
+        let (source, ids) = source(&[&[(Q, 10); 3]]);
+        let doc = &ids[0];
+        let lists = rankings(doc, &[1, 2], &[2, 1]);
+        let ledger = ranked(
+            &source,
+            Q,
+            &[doc[1]],
+            &lists,
+            Policy::Evidence {
+                depth: 2,
+                window: 1,
+            },
+        );
+        let seed = &ledger.seeds[0];
+        assert!(close(seed.bar, 2.0 / 62.0));
+        let [p, n] = &seed.neighbours[..] else {
+            panic!("two records")
+        };
         assert_eq!(
-            ledger.seeds[1].scope,
-            Some(ParentScope::Block { start: 6, end: 9 })
+            (p.outcome, n.outcome),
+            (Outcome::Rejected, Outcome::Accepted)
         );
+        assert_eq!((n.dense_rank, n.lexical_rank), (Some(2), Some(1)));
+        assert!(close(n.score, 1.0 / 62.0 + 1.0 / 61.0));
+        assert!(close(n.margin, 1.0 / 62.0 + 1.0 / 61.0 - 2.0 / 62.0));
+        assert_eq!(
+            (p.dense_rank, p.lexical_rank, p.score),
+            (None, None, Some(0.0))
+        );
+        assert!(close(p.margin, -2.0 / 62.0));
+        // Depth 1 puts the bar at a chunk ranked 1 in both (2/61): n no longer passes.
+        let shallow = ranked(
+            &source,
+            Q,
+            &[doc[1]],
+            &lists,
+            Policy::Evidence {
+                depth: 1,
+                window: 1,
+            },
+        );
+        assert_eq!(shallow.seeds[0].neighbours[1].outcome, Outcome::Rejected);
+        assert_eq!(shallow.context, [doc[1]]);
+    }
+
+    #[test]
+    fn evidence_depth_counts_every_seed_given() {
+        // Two seeds at depth 1: the bar is a chunk ranked 2 in both lists.
+        let (source, ids) = source(&[&[(Q, 10); 3], &[(Q, 10)]]);
+        let doc = &ids[0];
+        let lists = Rankings::new([doc[0], doc[2]], [doc[2], ids[1][0]], 100, 1_000);
+        let ledger = ranked(
+            &source,
+            Q,
+            &[doc[0], ids[1][0]],
+            &lists,
+            Policy::Evidence {
+                depth: 1,
+                window: 2,
+            },
+        );
+        assert!(close(ledger.seeds[0].bar, 2.0 / 62.0));
+        // doc[1] is unranked, so the walk from doc[0] stops there and doc[2] is not reached.
         assert_eq!(
             outcomes(&ledger.seeds[0]),
             [
-                (Side::Previous, 1, Outcome::Accepted),
-                (Side::Next, 1, Outcome::Accepted)
+                (Side::Previous, 1, Outcome::DocumentEdge),
+                (Side::Next, 1, Outcome::Rejected),
+                (Side::Next, 2, Outcome::NotReached),
             ]
         );
-        assert_eq!(
-            outcomes(&ledger.seeds[1]),
-            [(Side::Next, 1, Outcome::DocumentEdge)]
+        assert!(close(
+            ledger.seeds[0].neighbours[2].score,
+            1.0 / 62.0 + 1.0 / 61.0
+        ));
+    }
+
+    #[test]
+    fn every_ledger_shows_ranks_and_seams_and_the_evidence_walk_needs_rankings() {
+        let mut source = MemorySource::new();
+        let ids = source.add_document([
+            MemoryChunk::new(Q.to_vec(), 1).with_seam_after(SeamKind::MidSentence),
+            MemoryChunk::new(Q.to_vec(), 1),
+        ]);
+        let lists = Rankings::new([ids[1]], [], 10, 1_000);
+        let ledger = ranked(
+            &source,
+            Q,
+            &ids[..1],
+            &lists,
+            Policy::StaticWindow { window: 1 },
         );
-        assert_eq!(ledger.context, doc[3..]);
+        let next = &ledger.seeds[0].neighbours[1];
+        assert_eq!((next.dense_rank, next.lexical_rank), (Some(1), None));
+        assert_eq!(next.seam, Some(SeamKind::MidSentence));
+        assert_eq!(next.score, None);
+        let options = Options::new(Policy::evidence(1)).unwrap();
+        assert_eq!(
+            expand(
+                &source,
+                Q,
+                &seeds(&ids[..1]),
+                &Rankings::default(),
+                &options
+            ),
+            Err(PolicyError::NoRankings)
+        );
     }
 
     #[test]
@@ -694,7 +890,14 @@ mod tests {
         // A seed in a second document (100 tokens) does not fit at all.
         let (source, ids) = source(&[&[(&[0.96, 0.28], 10), (Q, 10), (Q, 10)], &[(Q, 100)]]);
         let options = Options::new(Policy::scar(1)).unwrap().with_budget(Some(25));
-        let ledger = expand(&source, Q, &seeds(&[ids[0][1], ids[1][0]]), &options).unwrap();
+        let ledger = expand(
+            &source,
+            Q,
+            &seeds(&[ids[0][1], ids[1][0]]),
+            &Rankings::default(),
+            &options,
+        )
+        .unwrap();
         assert_eq!(
             outcomes(&ledger.seeds[0]),
             [
@@ -715,7 +918,14 @@ mod tests {
         // n2 has the higher margin and would fit, but n1 (50 tokens) does not, so neither goes in.
         let (source, ids) = source(&[&[(Q, 10), (&[0.96, 0.28], 50), (Q, 5)]]);
         let options = Options::new(Policy::scar(2)).unwrap().with_budget(Some(20));
-        let ledger = expand(&source, Q, &seeds(&ids[0][..1]), &options).unwrap();
+        let ledger = expand(
+            &source,
+            Q,
+            &seeds(&ids[0][..1]),
+            &Rankings::default(),
+            &options,
+        )
+        .unwrap();
         let [_, n1, n2] = &ledger.seeds[0].neighbours[..] else {
             panic!("three records")
         };
@@ -734,7 +944,14 @@ mod tests {
         let options = Options::new(Policy::StaticWindow { window: 2 })
             .unwrap()
             .with_budget(Some(50));
-        let ledger = expand(&source, Q, &seeds(&ids[0][..2]), &options).unwrap();
+        let ledger = expand(
+            &source,
+            Q,
+            &seeds(&ids[0][..2]),
+            &Rankings::default(),
+            &options,
+        )
+        .unwrap();
         assert_eq!(
             outcomes(&ledger.seeds[0])[1..],
             [
@@ -791,9 +1008,16 @@ mod tests {
             &[(&[1.0], 1)],
         ]);
         let doc = &ids[0];
-        let options = Options::default();
-        let attempt =
-            |query: &[f32], seed: ChunkId| expand(&source, query, &seeds(&[seed]), &options);
+        let options = Options::new(Policy::scar(1)).unwrap();
+        let attempt = |query: &[f32], seed: ChunkId| {
+            expand(
+                &source,
+                query,
+                &seeds(&[seed]),
+                &Rankings::default(),
+                &options,
+            )
+        };
         assert_eq!(
             attempt(&[0.0, 0.0], doc[0]),
             Err(PolicyError::Query(VectorProblem::ZeroNorm))
@@ -840,6 +1064,9 @@ mod tests {
         fn continuity(&self, _: ChunkId, _: Side) -> f32 {
             f32::NAN
         }
+        fn seam(&self, id: ChunkId, side: Side) -> Option<SeamKind> {
+            self.0.seam(id, side)
+        }
         fn position(&self, id: ChunkId) -> scar_core::Position {
             self.0.position(id)
         }
@@ -858,7 +1085,8 @@ mod tests {
             &CorruptContinuity(source),
             Q,
             &seeds(&ids[0][..1]),
-            &Options::default(),
+            &Rankings::default(),
+            &Options::new(Policy::scar(1)).unwrap(),
         );
         assert!(matches!(
             result,

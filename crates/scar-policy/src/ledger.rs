@@ -3,6 +3,8 @@
 use scar_core::ChunkId;
 use serde::{Deserialize, Serialize};
 
+use scar_core::SeamKind;
+
 use crate::{Policy, Side};
 
 /// The full account of one expansion.
@@ -52,9 +54,10 @@ pub struct SeedRecord {
     pub score: f32,
     /// cos(query, seed).
     pub query_cos: f32,
-    /// SCAR's bar for this seed's neighbours, γ·max(cos(q, c), 0); `None` for other policies.
+    /// The bar this seed's neighbours must pass: SCAR's γ·max(cos(q, c), 0), or the evidence
+    /// walk's fused score of a chunk ranked at the depth in both lists; `None` for the baselines.
     pub bar: Option<f32>,
-    /// The scope a [`Policy::Parent`] expanded to; `None` for other policies.
+    /// The scope a [`Policy::Parent`] or [`Policy::Section`] expanded to; `None` for others.
     pub scope: Option<ParentScope>,
     /// Whether the seed made it into the context: false only when it did not fit the budget.
     pub in_context: bool,
@@ -62,7 +65,7 @@ pub struct SeedRecord {
     pub neighbours: Vec<NeighbourRecord>,
 }
 
-/// The part of a document a [`Policy::Parent`] seed expands to.
+/// The part of a document a [`Policy::Parent`] or [`Policy::Section`] seed expands to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ParentScope {
@@ -91,19 +94,29 @@ pub struct NeighbourRecord {
     /// The chunk reached; `None` only for [`Outcome::DocumentEdge`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<ChunkId>,
+    /// Where the cut crossed to reach it fell, when the index knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seam: Option<SeamKind>,
     /// cos(query, neighbour).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub query_cos: Option<f32>,
     /// The continuity penalty b = 1 − cos(previous step, neighbour), from the stored continuity.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub penalty: Option<f32>,
-    /// SCAR's score S = cos(q, n) − λ·b; `None` for other policies.
+    /// Its rank by dense similarity to the question, from 1, when the ranking reached it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dense_rank: Option<u32>,
+    /// Its rank by BM25 for the question, from 1, when the ranking reached it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lexical_rank: Option<u32>,
+    /// The rule's score: SCAR's S = cos(q, n) − λ·b, or the evidence walk's fused rank score
+    /// Σ 1/(60 + rank); `None` for the baselines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score: Option<f32>,
-    /// The seed's bar; `None` for other policies.
+    /// The seed's bar; `None` for the baselines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bar: Option<f32>,
-    /// S − bar: positive means the rule accepts; `None` for other policies.
+    /// score − bar: positive means the rule accepts; `None` for the baselines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub margin: Option<f32>,
     /// What the policy did with the chunk.
@@ -116,12 +129,44 @@ impl NeighbourRecord {
             side,
             distance,
             id: None,
+            seam: None,
             query_cos: None,
             penalty: None,
+            dense_rank: None,
+            lexical_rank: None,
             score: None,
             bar: None,
             margin: None,
             outcome: Outcome::DocumentEdge,
+        }
+    }
+}
+
+impl Outcome {
+    /// How people read the outcome: `accepted`, `rejected`, `not reached`, `already in context`,
+    /// `document edge`, `over budget`.
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Accepted => "accepted",
+            Self::Rejected => "rejected",
+            Self::NotReached => "not reached",
+            Self::AlreadyInContext => "already in context",
+            Self::DocumentEdge => "document edge",
+            Self::OverBudget => "over budget",
+        }
+    }
+
+    /// A one-character mark for the outcome: ✓ ✗ · = | $.
+    #[must_use]
+    pub fn mark(self) -> char {
+        match self {
+            Self::Accepted => '✓',
+            Self::Rejected => '✗',
+            Self::NotReached => '·',
+            Self::AlreadyInContext => '=',
+            Self::DocumentEdge => '|',
+            Self::OverBudget => '$',
         }
     }
 }
@@ -132,7 +177,7 @@ impl NeighbourRecord {
 pub enum Outcome {
     /// Added to the context.
     Accepted,
-    /// Failed SCAR's rule; the walk stops on this side.
+    /// Failed the rule (SCAR's or the evidence walk's); the walk stops on this side.
     Rejected,
     /// Beyond a rejection on the same side; scored for display but not considered.
     NotReached,

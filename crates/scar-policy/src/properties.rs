@@ -4,20 +4,22 @@ use std::collections::BTreeSet;
 
 use proptest::prelude::*;
 use proptest::sample::Index;
-use scar_core::{ChunkId, norm};
+use scar_core::{ChunkId, SeamKind, norm};
 
 use crate::{
-    ChunkSource, Ledger, MemoryChunk, MemorySource, Options, Outcome, Policy, Seed, expand,
+    ChunkSource, Ledger, MemoryChunk, MemorySource, Options, Outcome, Policy, Rankings, Seed, Side,
+    expand,
 };
 
 const DIMENSION: usize = 3;
 
-/// A random corpus, query and seed list (duplicates included).
+/// A random corpus, query, seed list (duplicates included) and first-stage rankings.
 #[derive(Debug, Clone)]
 struct Case {
     source: MemorySource,
     query: Vec<f32>,
     seeds: Vec<Seed>,
+    rankings: Rankings,
 }
 
 fn vector() -> impl Strategy<Value = Vec<f32>> {
@@ -25,16 +27,23 @@ fn vector() -> impl Strategy<Value = Vec<f32>> {
 }
 
 fn case() -> impl Strategy<Value = Case> {
-    let chunk = (vector(), 1usize..40, prop::option::of(0u32..3)).prop_map(
-        |(embedding, tokens, section)| MemoryChunk {
+    let seam = prop::option::of(prop::sample::select(SeamKind::ALL.to_vec()));
+    let chunk = (vector(), 1usize..40, prop::option::of(0u32..3), seam).prop_map(
+        |(embedding, tokens, section, seam_after)| MemoryChunk {
             embedding,
             tokens,
             section,
+            seam_after,
         },
     );
     let documents = prop::collection::vec(prop::collection::vec(chunk, 1..7), 1..4);
     let picks = prop::collection::vec((any::<Index>(), -1.0f32..1.0), 0..6);
-    (documents, vector(), picks).prop_map(|(documents, query, picks)| {
+    // A real dense ranking is never empty: it ranks every chunk to its depth.
+    let orders = (
+        prop::collection::vec(any::<Index>(), 1..20),
+        prop::collection::vec(any::<Index>(), 0..20),
+    );
+    (documents, vector(), picks, orders).prop_map(|(documents, query, picks, orders)| {
         let mut source = MemorySource::new();
         for document in documents {
             source.add_document(document);
@@ -46,10 +55,18 @@ fn case() -> impl Strategy<Value = Case> {
                 score,
             })
             .collect();
+        let order = |picks: Vec<Index>| {
+            picks
+                .into_iter()
+                .map(|pick| ChunkId(pick.index(source.len()) as u32))
+                .collect::<Vec<_>>()
+        };
+        let rankings = Rankings::new(order(orders.0), order(orders.1), 20, source.len());
         Case {
             source,
             query,
             seeds,
+            rankings,
         }
     })
 }
@@ -59,6 +76,8 @@ fn policy() -> impl Strategy<Value = Policy> {
         Just(Policy::TopK),
         (0u32..4).prop_map(|window| Policy::StaticWindow { window }),
         (1u32..5).prop_map(|block| Policy::Parent { block }),
+        (1u32..5).prop_map(|block| Policy::Section { block }),
+        (1u32..4, 0u32..4).prop_map(|(depth, window)| Policy::Evidence { depth, window }),
         (0.0f32..1.0, 0.01f32..0.99, 0u32..4).prop_map(|(lambda, gamma, window)| Policy::Scar {
             lambda,
             gamma,
@@ -69,7 +88,14 @@ fn policy() -> impl Strategy<Value = Policy> {
 
 fn run(case: &Case, policy: Policy, budget: Option<usize>) -> Ledger {
     let options = Options::new(policy).unwrap().with_budget(budget);
-    expand(&case.source, &case.query, &case.seeds, &options).unwrap()
+    expand(
+        &case.source,
+        &case.query,
+        &case.seeds,
+        &case.rankings,
+        &options,
+    )
+    .unwrap()
 }
 
 fn accepted(ledger: &Ledger) -> BTreeSet<ChunkId> {
@@ -111,6 +137,41 @@ proptest! {
     }
 
     #[test]
+    fn a_shallower_evidence_depth_never_accepts_more(
+        case in case(), depths in (1u32..6, 1u32..6), window in 0u32..4,
+    ) {
+        let (shallow, deep) = (depths.0.min(depths.1), depths.0.max(depths.1));
+        let strict = run(&case, Policy::Evidence { depth: shallow, window }, None);
+        let loose = run(&case, Policy::Evidence { depth: deep, window }, None);
+        prop_assert!(accepted(&strict).is_subset(&accepted(&loose)));
+        prop_assert!(context(&strict).is_subset(&context(&loose)));
+    }
+
+    #[test]
+    fn walks_never_read_past_their_window(case in case(), policy in policy()) {
+        let window = match policy {
+            Policy::TopK => 0,
+            Policy::StaticWindow { window } | Policy::Scar { window, .. } | Policy::Evidence { window, .. } => window,
+            Policy::Parent { block } => block,
+            Policy::Section { .. } => u32::MAX,
+        };
+        let watched = Watched { inner: &case.source, read: std::cell::RefCell::default() };
+        let options = Options::new(policy).unwrap();
+        let ledger = expand(&watched, &case.query, &case.seeds, &case.rankings, &options).unwrap();
+        for record in ledger.neighbours() {
+            prop_assert!(record.distance <= window);
+        }
+        // Every chunk read lies within `window` positions of a seed, in the seed's document.
+        for id in watched.read.borrow().iter() {
+            let at = case.source.position(*id);
+            prop_assert!(case.seeds.iter().any(|seed| {
+                let from = case.source.position(seed.id);
+                from.document == at.document && from.ordinal.abs_diff(at.ordinal) <= window
+            }), "read chunk {id:?} outside every seed's window");
+        }
+    }
+
+    #[test]
     fn top_k_within_scar_within_static_window(
         case in case(), lambda in 0.0f32..1.0, gamma in 0.01f32..0.99, window in 0u32..4,
     ) {
@@ -142,5 +203,42 @@ proptest! {
         prop_assert!(context(&limited).is_subset(&context(&run(&case, policy, None))));
         let seeds = limited.seeds.iter().filter(|seed| seed.in_context).count();
         prop_assert_eq!(limited.context.len(), seeds + limited.count(Outcome::Accepted));
+    }
+}
+
+/// A source that remembers every chunk whose embedding or neighbour was asked for.
+struct Watched<'a> {
+    inner: &'a MemorySource,
+    read: std::cell::RefCell<BTreeSet<ChunkId>>,
+}
+
+impl ChunkSource for Watched<'_> {
+    fn embedding(&self, id: ChunkId) -> &[f32] {
+        self.read.borrow_mut().insert(id);
+        self.inner.embedding(id)
+    }
+    fn neighbour(&self, id: ChunkId, side: Side) -> Option<ChunkId> {
+        self.read.borrow_mut().insert(id);
+        self.inner.neighbour(id, side)
+    }
+    fn continuity(&self, id: ChunkId, side: Side) -> f32 {
+        self.read.borrow_mut().insert(id);
+        self.inner.continuity(id, side)
+    }
+    fn seam(&self, id: ChunkId, side: Side) -> Option<scar_core::SeamKind> {
+        self.read.borrow_mut().insert(id);
+        self.inner.seam(id, side)
+    }
+    fn position(&self, id: ChunkId) -> scar_core::Position {
+        self.read.borrow_mut().insert(id);
+        self.inner.position(id)
+    }
+    fn token_count(&self, id: ChunkId) -> usize {
+        self.read.borrow_mut().insert(id);
+        self.inner.token_count(id)
+    }
+    fn section(&self, id: ChunkId) -> Option<u32> {
+        self.read.borrow_mut().insert(id);
+        self.inner.section(id)
     }
 }

@@ -1,6 +1,6 @@
 //! Where the policy looks up chunks: the [`ChunkSource`] trait and an in-memory [`MemorySource`].
 
-use scar_core::{ChunkId, Position, Side, cosine};
+use scar_core::{ChunkId, Position, SeamKind, Side, cosine};
 
 /// What the policy needs to know about the chunks of an index.
 ///
@@ -14,6 +14,9 @@ pub trait ChunkSource {
     /// The cosine between the chunk and its neighbour on `side`, stored at indexing time.
     /// Only called when that neighbour exists.
     fn continuity(&self, id: ChunkId, side: Side) -> f32;
+    /// Where the cut between the chunk and its neighbour on `side` fell, if the source knows.
+    /// Only called when that neighbour exists.
+    fn seam(&self, id: ChunkId, side: Side) -> Option<SeamKind>;
     /// Where the chunk sits, which orders the final context.
     fn position(&self, id: ChunkId) -> Position;
     /// The chunk's length in tokens, for the budget and the context total.
@@ -32,6 +35,8 @@ pub struct MemoryChunk {
     pub tokens: usize,
     /// The chunk's heading section, if the document has structure.
     pub section: Option<u32>,
+    /// Where the cut after the chunk fell, if known; unused on a document's last chunk.
+    pub seam_after: Option<SeamKind>,
 }
 
 impl MemoryChunk {
@@ -42,6 +47,7 @@ impl MemoryChunk {
             embedding,
             tokens,
             section: None,
+            seam_after: None,
         }
     }
 
@@ -50,6 +56,15 @@ impl MemoryChunk {
     pub fn in_section(self, section: u32) -> Self {
         Self {
             section: Some(section),
+            ..self
+        }
+    }
+
+    /// The same chunk, with the cut after it of kind `seam`.
+    #[must_use]
+    pub fn with_seam_after(self, seam: SeamKind) -> Self {
+        Self {
+            seam_after: Some(seam),
             ..self
         }
     }
@@ -145,6 +160,13 @@ impl ChunkSource for MemorySource {
         match side {
             Side::Previous => self.chunks[id.index() - 1].continuity_next,
             Side::Next => self.stored(id).continuity_next,
+        }
+    }
+
+    fn seam(&self, id: ChunkId, side: Side) -> Option<SeamKind> {
+        match side {
+            Side::Previous => self.chunks[id.index() - 1].chunk.seam_after,
+            Side::Next => self.stored(id).chunk.seam_after,
         }
     }
 

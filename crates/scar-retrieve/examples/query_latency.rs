@@ -1,6 +1,7 @@
 //! Query latency by stage at 10k, 100k and 1M chunks: embedding the question (real model),
-//! exact dense search (synthetic unit vectors of the model's dimension, 50 chunks a document),
-//! and the SCAR policy (k = 5, ±1). Prints one row per size and the policy's share of the query.
+//! exact dense search to the depth the evidence walk reads (synthetic unit vectors of the model's
+//! dimension, 50 chunks a document), and the default policy (the evidence walk ±2, k = 5). Prints
+//! one row per size and the policy's share of the query.
 //!
 //! Usage: `query_latency MODEL_DIR [SIZES] [DIMENSION]`, sizes defaulting to
 //! `10000,100000,1000000`.
@@ -11,7 +12,7 @@ use std::time::{Duration, Instant};
 use scar_core::{ChunkId, Position, cosine};
 use scar_embed::{DeviceChoice, EmbedOptions, Embedder, ModelFiles};
 use scar_index::exact_top_k;
-use scar_policy::{ChunkSource, Options, Policy, Seed, Side, expand};
+use scar_policy::{ChunkSource, Options, Policy, Rankings, SeamKind, Seed, Side, expand};
 
 // The same allocator as the `scar` binary (see its main.rs for why).
 #[global_allocator]
@@ -44,6 +45,9 @@ impl ChunkSource for Synthetic {
         // measured policy time larger.
         let other = self.neighbour(id, side).unwrap_or(id);
         cosine(self.embedding(id), self.embedding(other))
+    }
+    fn seam(&self, _: ChunkId, _: Side) -> Option<SeamKind> {
+        None
     }
     fn position(&self, id: ChunkId) -> Position {
         Position {
@@ -130,7 +134,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             })
             .collect::<Result<_, _>>()?,
     );
-    let options = Options::new(Policy::scar(1))?;
+    let options = Options::new(Policy::default())?;
     println!("| chunks | dimension | embed ms | dense search ms | policy ms | policy share |");
     println!("| ---: | ---: | ---: | ---: | ---: | ---: |");
     for rows in sizes {
@@ -147,14 +151,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut policy = Vec::new();
         for query in &queries {
             let started = Instant::now();
-            let hits = exact_top_k(&source.matrix, dimension, &documents, query, 5);
+            // The retriever ranks 100 × k deep for the evidence walk; the seeds are the top 5.
+            let hits = exact_top_k(&source.matrix, dimension, &documents, query, 500);
             search.push(started.elapsed());
             let seeds: Vec<Seed> = hits
-                .into_iter()
-                .map(|(id, score)| Seed { id, score })
+                .iter()
+                .take(5)
+                .map(|&(id, score)| Seed { id, score })
                 .collect();
+            let rankings = Rankings::new(hits.iter().map(|(id, _)| *id), [], 500, rows as usize);
             let started = Instant::now();
-            let ledger = expand(&source, query, &seeds, &options)?;
+            let ledger = expand(&source, query, &seeds, &rankings, &options)?;
             policy.push(started.elapsed());
             assert!(!ledger.context.is_empty());
         }

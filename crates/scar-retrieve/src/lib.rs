@@ -32,23 +32,31 @@ use std::time::{Duration, Instant};
 use scar_core::ChunkId;
 use scar_embed::{DeviceChoice, EmbedOptions, Embedder, ModelLocator};
 use scar_index::Index;
-use scar_policy::{Options, Seed, expand};
+use scar_policy::{Options, RRF_K, Rankings, Seed, expand};
 use serde::{Deserialize, Serialize};
 
 pub use error::{Result, RetrieveError};
 pub use report::{ContextChunk, SCHEMA_VERSION, SearchReport, Timings};
 pub use source::IndexSource;
 
+/// Seeds per question unless asked otherwise.
+pub const DEFAULT_K: usize = 5;
+
+/// How deep the dense and BM25 rankings go, per seed: deep enough for the evidence walk at any
+/// depth up to 50 × k.
+pub const RANKING_DEPTH_PER_SEED: usize = 100;
+
 /// How first-stage candidates are found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum FirstStage {
     /// Cosine similarity over the embeddings.
-    #[default]
     Dense,
     /// BM25 over the chunk text (tantivy).
     Bm25,
-    /// Reciprocal rank fusion of dense and BM25.
+    /// Reciprocal rank fusion of dense and BM25: the default, because it finds more evidence
+    /// than either alone with every model measured (docs/EVALUATION.md).
+    #[default]
     Hybrid,
 }
 
@@ -75,9 +83,6 @@ impl fmt::Display for FirstStage {
     }
 }
 
-/// Reciprocal rank fusion's constant: ranks below it count nearly as much as the top ones.
-const RRF_K: f32 = 60.0;
-
 /// A question embedded and its seeds found: everything a policy needs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Prepared {
@@ -93,6 +98,9 @@ pub struct Prepared {
     pub k: usize,
     /// The top-k first-stage hits, best first (fewer when the index is smaller).
     pub seeds: Vec<Seed>,
+    /// The dense and BM25 rankings of the chunks searched, to
+    /// [`RANKING_DEPTH_PER_SEED`] × k: what the evidence walk reads.
+    pub rankings: Rankings,
     /// Time spent embedding the question.
     pub embed_time: Duration,
     /// Time spent in the first stage.
@@ -148,8 +156,31 @@ impl Retriever {
         &self.embedder
     }
 
-    /// Embeds the question and finds its top-`k` seeds.
+    /// Embeds the question and finds its top-`k` seeds in the whole index.
     pub fn prepare(&self, query: &str, first_stage: FirstStage, k: usize) -> Result<Prepared> {
+        self.prepare_in(query, first_stage, k, None)
+    }
+
+    /// Embeds the question and finds its top-`k` seeds among the chunks of `documents` (slots)
+    /// only, ranking nothing else: the evaluation's document scope, which isolates expansion from
+    /// finding the right document.
+    pub fn prepare_within(
+        &self,
+        query: &str,
+        first_stage: FirstStage,
+        k: usize,
+        documents: &[u32],
+    ) -> Result<Prepared> {
+        self.prepare_in(query, first_stage, k, Some(documents))
+    }
+
+    fn prepare_in(
+        &self,
+        query: &str,
+        first_stage: FirstStage,
+        k: usize,
+        documents: Option<&[u32]>,
+    ) -> Result<Prepared> {
         if query.trim().is_empty() {
             return Err(RetrieveError::EmptyQuery);
         }
@@ -164,18 +195,40 @@ impl Retriever {
         let query_tokens = self.embedder.count_tokens(query)?;
         let embed_time = started.elapsed();
         let started = Instant::now();
+        let depth = k.saturating_mul(RANKING_DEPTH_PER_SEED);
+        let (dense, lexical, scope) = match documents {
+            None => (
+                self.index.dense_search(&embedding, depth),
+                self.index.bm25_search(query, depth)?,
+                self.index.len(),
+            ),
+            Some(slots) => {
+                let rows = self.index.rows_of(slots);
+                (
+                    self.index.dense_search_among(&embedding, &rows, depth),
+                    self.index.bm25_search_among(query, &rows, depth)?,
+                    rows.len(),
+                )
+            }
+        };
         let hits = match first_stage {
-            FirstStage::Dense => self.index.dense_search(&embedding, k),
-            FirstStage::Bm25 => self.index.bm25_search(query, k)?,
+            FirstStage::Dense => dense.iter().take(k).copied().collect(),
+            FirstStage::Bm25 => lexical.iter().take(k).copied().collect(),
             FirstStage::Hybrid => {
-                let depth = (4 * k).max(50);
-                let dense = self.index.dense_search(&embedding, depth);
-                let bm25 = self.index.bm25_search(query, depth)?;
-                let mut fused = reciprocal_rank_fusion(&[dense, bm25]);
+                // Seeds fuse the lists to the first stage's own depth, as they always have.
+                let fusion = (4 * k).max(50);
+                let cut = |list: &[(ChunkId, f32)]| list[..list.len().min(fusion)].to_vec();
+                let mut fused = reciprocal_rank_fusion(&[cut(&dense), cut(&lexical)]);
                 fused.truncate(k);
                 fused
             }
         };
+        let rankings = Rankings::new(
+            dense.iter().map(|(id, _)| *id),
+            lexical.iter().map(|(id, _)| *id),
+            depth,
+            scope,
+        );
         let first_stage_time = started.elapsed();
         let seeds = hits
             .into_iter()
@@ -188,6 +241,7 @@ impl Retriever {
             first_stage,
             k,
             seeds,
+            rankings,
             embed_time,
             first_stage_time,
         })
@@ -200,6 +254,7 @@ impl Retriever {
             &IndexSource(&self.index),
             &prepared.embedding,
             &prepared.seeds,
+            &prepared.rankings,
             options,
         )?;
         let policy_time = started.elapsed();
@@ -224,7 +279,8 @@ impl Retriever {
     }
 }
 
-/// Fuses ranked lists: each item scores Σ 1 / (60 + rank) over the lists it appears in.
+/// Fuses ranked lists: each item scores Σ 1 / (60 + rank) over the lists it appears in (the
+/// same fusion the evidence walk scores neighbours with, [`scar_policy::fused_score`]).
 fn reciprocal_rank_fusion(lists: &[Vec<(ChunkId, f32)>]) -> Vec<(ChunkId, f32)> {
     let mut scores: HashMap<ChunkId, f32> = HashMap::new();
     for list in lists {

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::{FirstStage, Prepared};
 
 /// Version of the JSON layout of [`SearchReport`]; bumped on any incompatible change.
-pub const SCHEMA_VERSION: &str = "scar.search/1";
+pub const SCHEMA_VERSION: &str = "scar.search/2";
 
 /// Time per stage, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

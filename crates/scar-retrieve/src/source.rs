@@ -1,6 +1,6 @@
 //! The index as the policy sees it.
 
-use scar_core::{ChunkId, Position};
+use scar_core::{ChunkId, Position, SeamKind};
 use scar_index::Index;
 use scar_policy::{ChunkSource, Side};
 
@@ -25,6 +25,10 @@ impl ChunkSource for IndexSource<'_> {
         // The policy asks only when the neighbour exists, so the stored value is there.
         left.and_then(|left| self.0.continuity_next(left))
             .unwrap_or(f32::NAN)
+    }
+
+    fn seam(&self, id: ChunkId, side: Side) -> Option<SeamKind> {
+        self.0.seam(id, side)
     }
 
     fn position(&self, id: ChunkId) -> Position {

@@ -3,7 +3,6 @@
 use std::path::Path;
 
 use scar_core::ChunkId;
-use tantivy::schema::Value;
 
 use crate::store::{Index, TextFields};
 use crate::{IndexError, Result};
@@ -56,19 +55,39 @@ impl Index {
                 &tantivy::collector::TopDocs::with_limit(k.max(1)).order_by_score(),
             )
             .map_err(|e| IndexError::text(self.dir(), e))?;
+        let first_rows: std::collections::HashMap<u64, u32> = self
+            .documents()
+            .iter()
+            .map(|d| (u64::from(d.slot), d.first_row))
+            .collect();
+        let text_error = |e| IndexError::text(self.dir(), e);
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
-            let doc: tantivy::TantivyDocument = searcher
-                .doc(address)
-                .map_err(|e| IndexError::text(self.dir(), e))?;
-            let number = |field| doc.get_first(field).and_then(|v| v.as_u64());
-            let (Some(slot), Some(ordinal)) = (number(fields.slot), number(fields.ordinal)) else {
+            let columns = searcher.segment_reader(address.segment_ord).fast_fields();
+            let number = |name| -> Result<Option<u64>> {
+                Ok(columns.u64(name).map_err(text_error)?.first(address.doc_id))
+            };
+            let (Some(slot), Some(ordinal)) = (number("slot")?, number("ordinal")?) else {
                 continue;
             };
-            if let Some(document) = self.documents().iter().find(|d| u64::from(d.slot) == slot) {
-                hits.push((ChunkId(document.first_row + ordinal as u32), score));
+            if let Some(first_row) = first_rows.get(&slot) {
+                hits.push((ChunkId(first_row + ordinal as u32), score));
             }
         }
+        Ok(hits)
+    }
+
+    /// [`bm25_search`](Self::bm25_search) among the chunks in `rows` only.
+    pub fn bm25_search_among(
+        &self,
+        query: &str,
+        rows: &[u32],
+        k: usize,
+    ) -> Result<Vec<(ChunkId, f32)>> {
+        let wanted: std::collections::HashSet<u32> = rows.iter().copied().collect();
+        let mut hits = self.bm25_search(query, self.len())?;
+        hits.retain(|(id, _)| wanted.contains(&id.0));
+        hits.truncate(k);
         Ok(hits)
     }
 }

@@ -50,6 +50,17 @@ impl Index {
         exact_top_k(self.matrix(), dimension, &self.live_rows(), query, k)
     }
 
+    /// The `k` chunks among `rows` most similar to `query`, best first, scored exactly.
+    #[must_use]
+    pub fn dense_search_among(&self, query: &[f32], rows: &[u32], k: usize) -> Vec<(ChunkId, f32)> {
+        let dimension = self.manifest().model.dimension;
+        if query.len() != dimension {
+            return Vec::new();
+        }
+        let ranges: Vec<Range<u32>> = rows.iter().map(|&row| row..row + 1).collect();
+        exact_top_k(self.matrix(), dimension, &ranges, query, k)
+    }
+
     /// The rows of each live document.
     fn live_rows(&self) -> Vec<Range<u32>> {
         self.documents()

@@ -4,15 +4,17 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use scar_core::SeamKind;
 use serde::{Deserialize, Serialize};
-use tantivy::schema::{Field, INDEXED, STORED, Schema, TEXT};
+use tantivy::schema::{FAST, Field, INDEXED, STORED, Schema, TEXT};
 
 use crate::chunk::ChunkerConfig;
 use crate::error::io_error;
 use crate::{IndexError, Result};
 
-/// Bumped whenever the on-disk layout changes.
-const FORMAT_VERSION: u32 = 1;
+/// Bumped whenever the on-disk layout changes. 2: chunk records hold the kind of the seam after
+/// the chunk; the text index's slot and ordinal are fast fields.
+const FORMAT_VERSION: u32 = 2;
 
 /// How embeddings are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -138,7 +140,7 @@ impl Catalog {
 }
 
 /// Size of one chunk record in `chunks.<gen>.bin`.
-pub(crate) const RECORD_BYTES: usize = 52;
+pub(crate) const RECORD_BYTES: usize = 56;
 
 /// A chunk's fixed-size record.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -151,6 +153,8 @@ pub(crate) struct ChunkRecord {
     pub section: Option<u32>,
     /// cos(this chunk, the next one in its document); NaN for a document's last chunk.
     pub continuity_next: f32,
+    /// Where the cut to the next chunk fell; `None` for a document's last chunk.
+    pub seam_next: Option<SeamKind>,
     pub text_offset: u64,
     pub text_len: u32,
     pub heading_len: u32,
@@ -176,6 +180,10 @@ impl ChunkRecord {
         out[36..44].copy_from_slice(&self.text_offset.to_le_bytes());
         out[44..48].copy_from_slice(&self.text_len.to_le_bytes());
         out[48..52].copy_from_slice(&self.heading_len.to_le_bytes());
+        let seam = self
+            .seam_next
+            .map_or(u32::MAX, |kind| u32::from(kind.code()));
+        out[52..56].copy_from_slice(&seam.to_le_bytes());
         out
     }
 
@@ -195,6 +203,7 @@ impl ChunkRecord {
             text_offset: u64::from_le_bytes(offset),
             text_len: word(11),
             heading_len: word(12),
+            seam_next: u8::try_from(word(13)).ok().and_then(SeamKind::from_code),
         }
     }
 }
@@ -211,8 +220,9 @@ impl TextFields {
     pub(crate) fn schema() -> (Schema, Self) {
         let mut builder = Schema::builder();
         let fields = Self {
-            slot: builder.add_u64_field("slot", INDEXED | STORED),
-            ordinal: builder.add_u64_field("ordinal", STORED),
+            // Fast fields: BM25 hits are mapped back to chunks without loading stored documents.
+            slot: builder.add_u64_field("slot", INDEXED | STORED | FAST),
+            ordinal: builder.add_u64_field("ordinal", STORED | FAST),
             text: builder.add_text_field("text", TEXT),
         };
         (builder.build(), fields)
@@ -248,24 +258,46 @@ pub(crate) fn check_committed(file: &fs_err::File, committed: u64) -> Result<()>
 }
 
 pub(crate) fn read_manifest(dir: &Path) -> Result<Manifest> {
+    let manifest = read_any_manifest(dir)?;
+    if manifest.format_version != FORMAT_VERSION {
+        return Err(IndexError::OtherFormat {
+            dir: dir.to_owned(),
+            found: manifest.format_version,
+            reads: FORMAT_VERSION,
+        });
+    }
+    Ok(manifest)
+}
+
+/// The manifest of an index of any format version.
+fn read_any_manifest(dir: &Path) -> Result<Manifest> {
     let path = manifest_path(dir);
     if !path.is_file() {
         return Err(IndexError::NotAnIndex(dir.to_owned()));
     }
     let text = fs_err::read_to_string(&path).map_err(io_error(&path))?;
-    let manifest: Manifest =
-        serde_json::from_str(&text).map_err(|e| IndexError::corrupt(&path, e))?;
-    if manifest.format_version != FORMAT_VERSION {
-        return Err(IndexError::Corrupt {
-            path,
-            reason: format!(
-                "format version {} (this build reads {FORMAT_VERSION}); rebuild the index",
-                manifest.format_version
-            ),
-            source: None,
-        });
-    }
-    Ok(manifest)
+    serde_json::from_str(&text).map_err(|e| IndexError::corrupt(&path, e))
+}
+
+/// What an index of any format version was built with and from: enough to build it again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BuiltFrom {
+    /// Its manifest (model, chunker, vector encoding), as written.
+    pub manifest: Manifest,
+    /// The files its last commit held, in row order.
+    pub documents: Vec<PathBuf>,
+}
+
+/// Reads what the index in `dir` was built with and from, whatever its format version, so that
+/// `scar index --rebuild` can build it again in this build's format.
+pub fn built_from(dir: &Path) -> Result<BuiltFrom> {
+    let manifest = read_any_manifest(dir)?;
+    let text = tantivy::Index::open_in_dir(text_dir(dir)).map_err(|e| IndexError::text(dir, e))?;
+    let catalog = read_catalog(dir, &text)?;
+    Ok(BuiltFrom {
+        manifest,
+        documents: catalog.documents.into_iter().map(|d| d.path).collect(),
+    })
 }
 
 pub(crate) fn read_catalog(dir: &Path, tantivy: &tantivy::Index) -> Result<Catalog> {
@@ -297,15 +329,17 @@ mod tests {
             text_offset: 5_000_000_000,
             text_len: 160,
             heading_len: 12,
+            seam_next: Some(SeamKind::SentenceEnd),
         };
         assert_eq!(ChunkRecord::decode(&record.encode()), record);
         let last = ChunkRecord {
             section: None,
             continuity_next: f32::NAN,
+            seam_next: None,
             ..record
         };
         let decoded = ChunkRecord::decode(&last.encode());
-        assert_eq!(decoded.section, None);
+        assert_eq!((decoded.section, decoded.seam_next), (None, None));
         assert!(decoded.continuity_next.is_nan());
     }
 
@@ -327,6 +361,36 @@ mod tests {
         };
         assert_eq!(catalog.dead_rows(), 3);
         assert_eq!(catalog.documents[1].rows(), 6..10);
+    }
+
+    #[test]
+    fn another_format_version_names_the_command_that_rebuilds() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = Manifest::new(
+            scar_embed::ModelInfo {
+                id: "m".into(),
+                dimension: 2,
+                pooling: scar_embed::Pooling::Mean,
+                max_tokens: 8,
+                query_prefix: String::new(),
+            },
+            ChunkerConfig::default(),
+            VectorEncoding::F32,
+        );
+        let old = Manifest {
+            format_version: 1,
+            ..manifest
+        };
+        fs_err::write(
+            manifest_path(dir.path()),
+            serde_json::to_string(&old).unwrap(),
+        )
+        .unwrap();
+        let message = read_manifest(dir.path()).unwrap_err().to_string();
+        assert!(message.contains("format 1"), "{message}");
+        assert!(message.contains("index --rebuild"), "{message}");
+        assert_eq!(message.lines().count(), 1, "{message}");
+        assert_eq!(read_any_manifest(dir.path()).unwrap(), old);
     }
 
     #[test]

@@ -18,7 +18,7 @@ mod format;
 mod reader;
 mod writer;
 
-pub use format::{Catalog, DocumentEntry, Manifest, VectorEncoding};
+pub use format::{BuiltFrom, Catalog, DocumentEntry, Manifest, VectorEncoding, built_from};
 pub(crate) use format::{TextFields, file_stamp};
 pub use reader::{ChunkView, Index};
 pub(crate) use writer::{NewDocument, Writer};

@@ -4,7 +4,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
-use scar_core::{ChunkId, Position, Side, cosine};
+use scar_core::{ChunkId, Position, SeamKind, Side, cosine};
 
 use super::format::{
     Catalog, ChunkRecord, DocumentEntry, Manifest, RECORD_BYTES, VectorEncoding, check_committed,
@@ -284,6 +284,29 @@ impl Index {
     pub fn continuity_next(&self, id: ChunkId) -> Option<f32> {
         self.neighbour(id, Side::Next)
             .map(|_| self.record(id).continuity_next)
+    }
+
+    /// Where the cut between the chunk and its neighbour on `side` fell, as the chunker saw it;
+    /// `None` at the document's edge.
+    #[must_use]
+    pub fn seam(&self, id: ChunkId, side: Side) -> Option<SeamKind> {
+        let left = match side {
+            Side::Previous => self.neighbour(id, Side::Previous)?,
+            Side::Next => id,
+        };
+        self.neighbour(left, Side::Next)?;
+        self.record(left).seam_next
+    }
+
+    /// The live rows of the documents in `slots`, in row order.
+    #[must_use]
+    pub fn rows_of(&self, slots: &[u32]) -> Vec<u32> {
+        self.catalog
+            .documents
+            .iter()
+            .filter(|d| slots.contains(&d.slot))
+            .flat_map(DocumentEntry::rows)
+            .collect()
     }
 
     /// Checks what a crash must never break: every live chunk has its record, its vector (unit

@@ -143,6 +143,7 @@ impl Writer {
                 token_count: document.token_counts[ordinal] as u32,
                 section: chunk.section,
                 continuity_next,
+                seam_next: chunk.seam_after,
                 text_offset: self.catalog.string_bytes + strings.len() as u64,
                 text_len: own.len() as u32,
                 heading_len: chunk.heading_path.len() as u32,
