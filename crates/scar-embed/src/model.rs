@@ -71,11 +71,13 @@ fn short_name(id: &str) -> &str {
 
 /// Files every model folder must hold.
 const REQUIRED_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
-/// sentence-transformers files that, when present, say how to pool and where to truncate.
-const OPTIONAL_FILES: [&str; 3] = [
+/// sentence-transformers files that, when present, say how to pool, where to truncate and
+/// what to put before a query.
+const OPTIONAL_FILES: [&str; 4] = [
     "modules.json",
     "sentence_bert_config.json",
     "1_Pooling/config.json",
+    "config_sentence_transformers.json",
 ];
 
 /// A model folder on disk, with the name it was asked for.
@@ -291,6 +293,13 @@ struct SentenceBertConfig {
     max_seq_length: usize,
 }
 
+/// `config_sentence_transformers.json`: only its named prompts matter here.
+#[derive(Deserialize)]
+struct SentenceTransformersConfig {
+    #[serde(default)]
+    prompts: std::collections::HashMap<String, String>,
+}
+
 pub(crate) fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
     let text = fs_err::read_to_string(path).map_err(|e| EmbedError::BadFile {
         path: path.to_owned(),
@@ -340,9 +349,21 @@ impl ModelTraits {
         } else {
             max_positions.min(512)
         };
-        let query_prefix = known_model(&files.name)
-            .map_or("", |m| m.query_prefix)
-            .to_owned();
+        // The model's own `query` prompt wins; known models that predate prompts (BGE v1.5)
+        // carry theirs in KNOWN_MODELS.
+        let st_config_path = files.dir.join("config_sentence_transformers.json");
+        let declared = if st_config_path.is_file() {
+            read_json::<SentenceTransformersConfig>(&st_config_path)?
+                .prompts
+                .remove("query")
+        } else {
+            None
+        };
+        let query_prefix = declared.unwrap_or_else(|| {
+            known_model(&files.name)
+                .map_or("", |m| m.query_prefix)
+                .to_owned()
+        });
         Ok(Self {
             pooling,
             max_tokens,
@@ -404,6 +425,28 @@ mod tests {
         assert_eq!(traits.pooling, Pooling::Cls);
         assert_eq!(traits.max_tokens, 512);
         assert_eq!(traits.query_prefix, BGE_QUERY_PREFIX);
+    }
+
+    #[test]
+    fn a_declared_query_prompt_wins_over_the_known_one() {
+        let dir = fake_model_dir(&[(
+            "config_sentence_transformers.json",
+            r#"{"prompts": {"query": "query: ", "passage": "passage: "}, "default_prompt_name": null}"#,
+        )]);
+        let files = ModelFiles::from_dir("BAAI/bge-small-en-v1.5", dir.path()).unwrap();
+        assert_eq!(
+            ModelTraits::read(&files, 512).unwrap().query_prefix,
+            "query: "
+        );
+        let without_prompts = fake_model_dir(&[(
+            "config_sentence_transformers.json",
+            r#"{"__version__": {"sentence_transformers": "2.2.2"}}"#,
+        )]);
+        let files = ModelFiles::from_dir("BAAI/bge-small-en-v1.5", without_prompts.path()).unwrap();
+        assert_eq!(
+            ModelTraits::read(&files, 512).unwrap().query_prefix,
+            BGE_QUERY_PREFIX
+        );
     }
 
     #[test]
