@@ -1,9 +1,11 @@
-//! `all-MiniLM-L6-v2` against vectors from an independent implementation (`PyTorch`
-//! sentence-transformers), written by `scripts/reference-embeddings.py`.
+//! Our vectors against those of an independent implementation (`PyTorch`
+//! sentence-transformers) loading the same files, written by `scripts/reference-embeddings.py`:
+//! the real `all-MiniLM-L6-v2`, and a model of BGE-large's width with random weights.
 
+use scar_embed::Embedder;
 use serde::Deserialize;
 
-use crate::common::{cosine, minilm};
+use crate::common::{bge_large_shape_2l, cosine, minilm};
 
 #[derive(Deserialize)]
 struct Fixture {
@@ -14,16 +16,78 @@ struct Fixture {
 #[derive(Deserialize)]
 struct Case {
     text: String,
+    /// Embedded as a query, with the model's instruction.
+    #[serde(default)]
+    query: bool,
     untruncated_tokens: usize,
     embedding: Vec<f32>,
 }
 
-fn fixture() -> Fixture {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/minilm-reference.json"
-    );
+fn read_fixture(name: &str) -> Fixture {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn fixture() -> Fixture {
+    read_fixture("minilm-reference.json")
+}
+
+/// Every case agrees with the reference to `min_cosine`, queries and passages alike.
+fn assert_agrees(embedder: &Embedder, fixture: &Fixture, min_cosine: f32) {
+    let (queries, passages): (Vec<&Case>, Vec<&Case>) =
+        fixture.cases.iter().partition(|case| case.query);
+    let texts: Vec<&str> = passages.iter().map(|c| c.text.as_str()).collect();
+    let ours = embedder.embed_passages(&texts, &mut |_| {}).unwrap();
+    for (i, case) in passages.iter().enumerate() {
+        let similarity = cosine(ours.row(i), &case.embedding);
+        assert!(
+            similarity >= min_cosine,
+            "passage {:?}: cosine {similarity}",
+            case.text
+        );
+    }
+    for case in queries {
+        let similarity = cosine(&embedder.embed_query(&case.text).unwrap(), &case.embedding);
+        assert!(
+            similarity >= min_cosine,
+            "query {:?}: cosine {similarity}",
+            case.text
+        );
+    }
+}
+
+#[test]
+fn bge_large_shape_matches_sentence_transformers() {
+    let fixture = read_fixture("bge-large-shape-2l-reference.json");
+    let embedder = bge_large_shape_2l();
+    assert_eq!(embedder.info().dimension, 1024);
+    assert_eq!(embedder.info().max_tokens, fixture.max_seq_length);
+    assert!(
+        embedder
+            .info()
+            .query_prefix
+            .starts_with("Represent this sentence"),
+        "the instruction comes from the model's own prompts"
+    );
+    let queries = fixture.cases.iter().filter(|c| c.query).count();
+    assert!(queries >= 8 && fixture.cases.len() - queries >= 8);
+    assert!(
+        fixture
+            .cases
+            .iter()
+            .any(|c| c.untruncated_tokens > fixture.max_seq_length),
+        "a text longer than the limit checks attention over all 512 positions"
+    );
+    // Random weights could make every text's vector alike, and then agreement would prove
+    // little: the reference's texts must differ from each other by far more than the tolerance.
+    let first = &fixture.cases[0].embedding;
+    assert!(
+        fixture.cases[1..]
+            .iter()
+            .all(|c| cosine(first, &c.embedding) < 0.99),
+        "reference vectors too alike to test anything"
+    );
+    assert_agrees(&embedder, &fixture, 0.9999);
 }
 
 #[test]
@@ -38,11 +102,10 @@ fn minilm_matches_sentence_transformers() {
         "[CLS] and [SEP] take two"
     );
     assert_eq!(embedder.info().dimension, 384);
+    assert_agrees(&embedder, &fixture, 0.9999);
     let texts: Vec<&str> = fixture.cases.iter().map(|c| c.text.as_str()).collect();
     let ours = embedder.embed_passages(&texts, &mut |_| {}).unwrap();
     for (i, case) in fixture.cases.iter().enumerate() {
-        let similarity = cosine(ours.row(i), &case.embedding);
-        assert!(similarity >= 0.9999, "{:?}: cosine {similarity}", case.text);
         let length: f32 = ours.row(i).iter().map(|x| x * x).sum::<f32>().sqrt();
         assert!((length - 1.0).abs() < 1e-4);
         assert_eq!(
