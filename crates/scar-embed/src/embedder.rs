@@ -4,9 +4,10 @@ use std::path::PathBuf;
 
 use candle_core::{DType, Device, IndexOp, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use candle_transformers::models::bert::Config as BertConfig;
 use tokenizers::{Encoding, PostProcessor, Tokenizer, TruncationParams};
 
+use crate::bert::Bert;
 use crate::model::{ModelFiles, ModelTraits, Pooling, read_json};
 use crate::{DeviceChoice, EmbedError, Result};
 
@@ -96,7 +97,7 @@ impl Embeddings {
 
 /// A BERT-family sentence-embedding model, loaded on a device.
 pub struct Embedder {
-    model: BertModel,
+    model: Bert,
     tokenizer: Tokenizer,
     device: Device,
     info: ModelInfo,
@@ -146,7 +147,7 @@ impl Embedder {
         #[allow(unsafe_code)]
         let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], dtype, &device) }
             .map_err(model_error)?;
-        let model = BertModel::load(vb, &config).map_err(model_error)?;
+        let model = Bert::load(&vb, &config).map_err(model_error)?;
         let info = ModelInfo {
             id: files.model_id(),
             dimension: config.hidden_size,
@@ -271,23 +272,24 @@ impl Embedder {
         let batch: Vec<&Encoding> = batch.collect();
         let width = batch.iter().map(|e| e.len()).max().unwrap_or(0);
         let mut ids = Vec::with_capacity(batch.len() * width);
-        let mut mask = Vec::with_capacity(batch.len() * width);
         for encoding in &batch {
             ids.extend_from_slice(encoding.get_ids());
             ids.resize(ids.len() + width - encoding.len(), self.pad_id);
-            mask.extend(std::iter::repeat_n(1u32, encoding.len()));
-            mask.resize(mask.len() + width - encoding.len(), 0);
         }
+        let lengths: Vec<usize> = batch.iter().map(|e| e.len()).collect();
         let shape = (batch.len(), width);
         let run = || -> candle_core::Result<Vec<f32>> {
             let ids = Tensor::from_vec(ids, shape, &self.device)?;
-            let mask = Tensor::from_vec(mask, shape, &self.device)?;
-            let token_types = ids.zeros_like()?;
-            let hidden = self.model.forward(&ids, &token_types, Some(&mask))?;
+            let hidden = self.model.forward(&ids, &lengths)?;
             let pooled = match self.info.pooling {
                 Pooling::Cls => hidden.i((.., 0))?,
                 Pooling::Mean => {
-                    let mask = mask.to_dtype(hidden.dtype())?.unsqueeze(2)?;
+                    let mask: Vec<f32> = lengths
+                        .iter()
+                        .flat_map(|&n| (0..width).map(move |j| f32::from(u8::from(j < n))))
+                        .collect();
+                    let mask = Tensor::from_vec(mask, (batch.len(), width, 1), &self.device)?
+                        .to_dtype(hidden.dtype())?;
                     let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
                     summed.broadcast_div(&mask.sum(1)?)?
                 }

@@ -18,9 +18,11 @@
 //! # Ok::<(), scar_embed::EmbedError>(())
 //! ```
 
+mod bert;
 mod device;
 mod embedder;
 mod error;
+mod kernels;
 mod model;
 
 pub use device::DeviceChoice;

@@ -1,0 +1,226 @@
+//! BERT's encoder, as sentence-embedding models use it (absolute positions, one token type),
+//! written for throughput rather than taken from candle-transformers:
+//!
+//! - hidden states stay a 2-D `[tokens, width]` matrix, so every linear layer is one large
+//!   matrix product over the whole batch rather than one small product per text;
+//! - the query, key and value projections are one product with their weights stacked;
+//! - padding is described by each text's length, not by an additive mask tensor; on CPU the
+//!   attention softmax skips padded keys and GELU runs in place ([`crate::kernels`]).
+//!
+//! Weights load from the same safetensors names as `transformers`' `BertModel` (with or without
+//! a `bert.` prefix).
+
+use candle_core::{DType, Device, Module, Result, Tensor};
+use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
+use candle_transformers::models::bert::{Config, HiddenAct, PositionEmbeddingType};
+
+use crate::kernels;
+
+/// The encoder: embeddings and the transformer layers, without BERT's pooler.
+pub(crate) struct Bert {
+    words: Embedding,
+    positions: Embedding,
+    /// Token type 0's vector: every text here is a single segment.
+    token_type: Tensor,
+    embedding_norm: LayerNorm,
+    layers: Vec<Layer>,
+    heads: usize,
+    activation: HiddenAct,
+}
+
+struct Layer {
+    /// Query, key and value stacked: `[3 · width, width]`.
+    qkv: Linear,
+    attention_out: Linear,
+    attention_norm: LayerNorm,
+    intermediate: Linear,
+    output: Linear,
+    output_norm: LayerNorm,
+}
+
+impl Bert {
+    pub(crate) fn load(vb: &VarBuilder, config: &Config) -> Result<Self> {
+        if config.position_embedding_type != PositionEmbeddingType::Absolute {
+            candle_core::bail!("only absolute position embeddings are supported");
+        }
+        if !config
+            .hidden_size
+            .is_multiple_of(config.num_attention_heads)
+        {
+            candle_core::bail!(
+                "hidden size {} is not a multiple of {} heads",
+                config.hidden_size,
+                config.num_attention_heads
+            );
+        }
+        // Checkpoints saved from `BertForMaskedLM` and the like nest the encoder under `bert.`.
+        let vb = if vb.contains_tensor("embeddings.word_embeddings.weight") {
+            vb.clone()
+        } else {
+            vb.pp("bert")
+        };
+        let width = config.hidden_size;
+        let embeddings = vb.pp("embeddings");
+        let words =
+            candle_nn::embedding(config.vocab_size, width, embeddings.pp("word_embeddings"))?;
+        let positions = candle_nn::embedding(
+            config.max_position_embeddings,
+            width,
+            embeddings.pp("position_embeddings"),
+        )?;
+        let token_type = embeddings
+            .pp("token_type_embeddings")
+            .get((config.type_vocab_size, width), "weight")?
+            .get(0)?;
+        let embedding_norm =
+            candle_nn::layer_norm(width, config.layer_norm_eps, embeddings.pp("LayerNorm"))?;
+        let layers = (0..config.num_hidden_layers)
+            .map(|i| Layer::load(&vb.pp(format!("encoder.layer.{i}")), config))
+            .collect::<Result<_>>()?;
+        Ok(Self {
+            words,
+            positions,
+            token_type,
+            embedding_norm,
+            layers,
+            heads: config.num_attention_heads,
+            activation: config.hidden_act,
+        })
+    }
+
+    /// Hidden states `[batch, longest, width]` for token ids `[batch, longest]` whose texts hold
+    /// `lengths[b]` real tokens each, padding after.
+    pub(crate) fn forward(&self, ids: &Tensor, lengths: &[usize]) -> Result<Tensor> {
+        let (batch, longest) = ids.dims2()?;
+        let device = ids.device();
+        let positions = Tensor::arange(0u32, longest as u32, device)?;
+        let position_vectors = self.positions.forward(&positions)?;
+        let position_and_type = position_vectors.broadcast_add(&self.token_type)?;
+        let words = self.words.forward(ids)?;
+        let embedded = words.broadcast_add(&position_and_type)?;
+        let mut hidden = self
+            .embedding_norm
+            .forward(&embedded)?
+            .reshape((batch * longest, ()))?;
+        let mask = Mask::new(lengths, longest, hidden.dtype(), device)?;
+        for layer in &self.layers {
+            hidden = layer.forward(&hidden, batch, self.heads, &mask, self.activation)?;
+        }
+        hidden.reshape((batch, longest, ()))
+    }
+}
+
+impl Layer {
+    fn load(vb: &VarBuilder, config: &Config) -> Result<Self> {
+        let width = config.hidden_size;
+        let attention = vb.pp("attention");
+        let projections = ["query", "key", "value"].map(|name| {
+            let vb = attention.pp("self").pp(name);
+            Ok::<_, candle_core::Error>((vb.get((width, width), "weight")?, vb.get(width, "bias")?))
+        });
+        let mut weights = Vec::with_capacity(3);
+        let mut biases = Vec::with_capacity(3);
+        for projection in projections {
+            let (weight, bias) = projection?;
+            weights.push(weight);
+            biases.push(bias);
+        }
+        let qkv = Linear::new(Tensor::cat(&weights, 0)?, Some(Tensor::cat(&biases, 0)?));
+        let norm = |vb: VarBuilder| candle_nn::layer_norm(width, config.layer_norm_eps, vb);
+        Ok(Self {
+            qkv,
+            attention_out: candle_nn::linear(width, width, attention.pp("output").pp("dense"))?,
+            attention_norm: norm(attention.pp("output").pp("LayerNorm"))?,
+            intermediate: candle_nn::linear(
+                width,
+                config.intermediate_size,
+                vb.pp("intermediate").pp("dense"),
+            )?,
+            output: candle_nn::linear(
+                config.intermediate_size,
+                width,
+                vb.pp("output").pp("dense"),
+            )?,
+            output_norm: norm(vb.pp("output").pp("LayerNorm"))?,
+        })
+    }
+
+    /// One post-norm transformer layer over `hidden` `[batch · longest, width]`.
+    fn forward(
+        &self,
+        hidden: &Tensor,
+        batch: usize,
+        heads: usize,
+        mask: &Mask,
+        activation: HiddenAct,
+    ) -> Result<Tensor> {
+        let (tokens, width) = hidden.dims2()?;
+        let longest = tokens / batch;
+        let head_width = width / heads;
+        // [tokens, 3·width] → [3, batch, heads, longest, head_width]: one copy for all three.
+        let qkv = self
+            .qkv
+            .forward(hidden)?
+            .reshape((batch, longest, 3, heads, head_width))?
+            .permute((2, 0, 3, 1, 4))?
+            .contiguous()?;
+        let (query, key, value) = (qkv.get(0)?, qkv.get(1)?, qkv.get(2)?);
+        let scores = query.matmul(&key.t()?)?;
+        let probabilities = mask.softmax(scores, (head_width as f32).sqrt().recip())?;
+        let context = probabilities
+            .matmul(&value)?
+            .transpose(1, 2)?
+            .reshape((tokens, width))?;
+        let attended = self
+            .attention_norm
+            .forward(&(self.attention_out.forward(&context)? + hidden)?)?;
+        let inner = self.intermediate.forward(&attended)?;
+        let activated = match (activation, inner.device()) {
+            (HiddenAct::Gelu, Device::Cpu) if inner.dtype() == DType::F32 => {
+                kernels::gelu_in_place(&inner)?;
+                inner
+            }
+            (HiddenAct::Gelu, _) => inner.gelu_erf()?,
+            (HiddenAct::GeluApproximate, _) => inner.gelu()?,
+            (HiddenAct::Relu, _) => inner.relu()?,
+        };
+        self.output_norm
+            .forward(&(self.output.forward(&activated)? + attended)?)
+    }
+}
+
+/// Which keys are padding, in the form each device wants.
+enum Mask {
+    /// Real tokens per text, for the CPU kernel.
+    Lengths(Vec<usize>),
+    /// `[batch, 1, 1, longest]`: 0 for real tokens, the most negative value for padding.
+    Additive(Tensor),
+}
+
+impl Mask {
+    fn new(lengths: &[usize], longest: usize, dtype: DType, device: &Device) -> Result<Self> {
+        if device.is_cpu() && dtype == DType::F32 {
+            return Ok(Self::Lengths(lengths.to_vec()));
+        }
+        let values: Vec<f32> = lengths
+            .iter()
+            .flat_map(|&n| (0..longest).map(move |j| if j < n { 0.0 } else { f32::MIN }))
+            .collect();
+        Ok(Self::Additive(
+            Tensor::from_vec(values, (lengths.len(), 1, 1, longest), device)?.to_dtype(dtype)?,
+        ))
+    }
+
+    /// Attention probabilities from raw scores `[batch, heads, longest, longest]`.
+    fn softmax(&self, scores: Tensor, scale: f32) -> Result<Tensor> {
+        match self {
+            Self::Lengths(lengths) => {
+                kernels::masked_softmax_in_place(&scores, scale, lengths)?;
+                Ok(scores)
+            }
+            Self::Additive(bias) => {
+                candle_nn::ops::softmax_last_dim(&(scores * f64::from(scale))?.broadcast_add(bias)?)
+            }
+        }
+    }
+}
