@@ -5,13 +5,14 @@
 //!   matrix product over the whole batch rather than one small product per text;
 //! - the query, key and value projections are one product with their weights stacked;
 //! - padding is described by each text's length, not by an additive mask tensor; on CPU the
-//!   attention softmax skips padded keys and GELU runs in place ([`crate::kernels`]).
+//!   attention softmax skips padded keys, and biases, GELU, residuals and layer norms run in
+//!   place ([`crate::kernels`]).
 //!
 //! Weights load from the same safetensors names as `transformers`' `BertModel` (with or without
 //! a `bert.` prefix).
 
 use candle_core::{DType, Device, Module, Result, Tensor};
-use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
+use candle_nn::{Embedding, LayerNorm, VarBuilder};
 use candle_transformers::models::bert::{Config, HiddenAct, PositionEmbeddingType};
 
 use crate::kernels;
@@ -30,12 +31,10 @@ pub(crate) struct Bert {
 
 struct Layer {
     /// Query, key and value stacked: `[3 · width, width]`.
-    qkv: Linear,
-    attention_out: Linear,
-    attention_norm: LayerNorm,
-    intermediate: Linear,
-    output: Linear,
-    output_norm: LayerNorm,
+    qkv: Dense,
+    attention_out: AddNorm,
+    intermediate: Dense,
+    output: AddNorm,
 }
 
 impl Bert {
@@ -113,35 +112,29 @@ impl Bert {
 impl Layer {
     fn load(vb: &VarBuilder, config: &Config) -> Result<Self> {
         let width = config.hidden_size;
+        let eps = config.layer_norm_eps;
         let attention = vb.pp("attention");
-        let projections = ["query", "key", "value"].map(|name| {
-            let vb = attention.pp("self").pp(name);
-            Ok::<_, candle_core::Error>((vb.get((width, width), "weight")?, vb.get(width, "bias")?))
-        });
+        let projections = ["query", "key", "value"]
+            .map(|name| Dense::load(&attention.pp("self").pp(name), width, width));
         let mut weights = Vec::with_capacity(3);
         let mut biases = Vec::with_capacity(3);
         for projection in projections {
-            let (weight, bias) = projection?;
+            let Dense { weight, bias } = projection?;
             weights.push(weight);
             biases.push(bias);
         }
-        let qkv = Linear::new(Tensor::cat(&weights, 0)?, Some(Tensor::cat(&biases, 0)?));
-        let norm = |vb: VarBuilder| candle_nn::layer_norm(width, config.layer_norm_eps, vb);
         Ok(Self {
-            qkv,
-            attention_out: candle_nn::linear(width, width, attention.pp("output").pp("dense"))?,
-            attention_norm: norm(attention.pp("output").pp("LayerNorm"))?,
-            intermediate: candle_nn::linear(
+            qkv: Dense {
+                weight: Tensor::cat(&weights, 0)?,
+                bias: Tensor::cat(&biases, 0)?,
+            },
+            attention_out: AddNorm::load(&attention.pp("output"), width, width, eps)?,
+            intermediate: Dense::load(
+                &vb.pp("intermediate").pp("dense"),
                 width,
                 config.intermediate_size,
-                vb.pp("intermediate").pp("dense"),
             )?,
-            output: candle_nn::linear(
-                config.intermediate_size,
-                width,
-                vb.pp("output").pp("dense"),
-            )?,
-            output_norm: norm(vb.pp("output").pp("LayerNorm"))?,
+            output: AddNorm::load(&vb.pp("output"), config.intermediate_size, width, eps)?,
         })
     }
 
@@ -171,21 +164,84 @@ impl Layer {
             .matmul(&value)?
             .transpose(1, 2)?
             .reshape((tokens, width))?;
-        let attended = self
-            .attention_norm
-            .forward(&(self.attention_out.forward(&context)? + hidden)?)?;
-        let inner = self.intermediate.forward(&attended)?;
-        let activated = match (activation, inner.device()) {
-            (HiddenAct::Gelu, Device::Cpu) if inner.dtype() == DType::F32 => {
-                kernels::gelu_in_place(&inner)?;
+        let attended = self.attention_out.forward(&context, hidden)?;
+        let activated = match activation {
+            HiddenAct::Gelu if uses_cpu_kernels(&attended) => {
+                let inner = self.intermediate.product(&attended)?;
+                kernels::bias_gelu_in_place(&inner, &self.intermediate.bias)?;
                 inner
             }
-            (HiddenAct::Gelu, _) => inner.gelu_erf()?,
-            (HiddenAct::GeluApproximate, _) => inner.gelu()?,
-            (HiddenAct::Relu, _) => inner.relu()?,
+            HiddenAct::Gelu => self.intermediate.forward(&attended)?.gelu_erf()?,
+            HiddenAct::GeluApproximate => self.intermediate.forward(&attended)?.gelu()?,
+            HiddenAct::Relu => self.intermediate.forward(&attended)?.relu()?,
         };
-        self.output_norm
-            .forward(&(self.output.forward(&activated)? + attended)?)
+        self.output.forward(&activated, &attended)
+    }
+}
+
+/// True where the CPU kernels apply: f32 on the CPU.
+fn uses_cpu_kernels(xs: &Tensor) -> bool {
+    xs.device().is_cpu() && xs.dtype() == DType::F32
+}
+
+/// A linear layer, `x·Wᵀ + b`.
+struct Dense {
+    /// `[outputs, inputs]`, as stored.
+    weight: Tensor,
+    bias: Tensor,
+}
+
+impl Dense {
+    fn load(vb: &VarBuilder, inputs: usize, outputs: usize) -> Result<Self> {
+        Ok(Self {
+            weight: vb.get((outputs, inputs), "weight")?,
+            bias: vb.get(outputs, "bias")?,
+        })
+    }
+
+    /// `x·Wᵀ` alone, for the kernels that add the bias in a pass of their own.
+    fn product(&self, xs: &Tensor) -> Result<Tensor> {
+        xs.matmul(&self.weight.t()?)
+    }
+
+    fn forward(&self, xs: &Tensor) -> Result<Tensor> {
+        self.product(xs)?.broadcast_add(&self.bias)
+    }
+}
+
+/// A linear layer closed by the residual connection and layer norm:
+/// `norm(x·Wᵀ + b + residual)`, one in-place pass after the product on CPU.
+struct AddNorm {
+    dense: Dense,
+    norm: LayerNorm,
+    /// The dense bias, then the norm's scale and shift, stacked `[3, width]` for the kernel.
+    params: Tensor,
+    eps: f64,
+}
+
+impl AddNorm {
+    /// From `dense` and `LayerNorm` under `vb`.
+    fn load(vb: &VarBuilder, inputs: usize, width: usize, eps: f64) -> Result<Self> {
+        let dense = Dense::load(&vb.pp("dense"), inputs, width)?;
+        let scale = vb.pp("LayerNorm").get(width, "weight")?;
+        let shift = vb.pp("LayerNorm").get(width, "bias")?;
+        let params = Tensor::stack(&[&dense.bias, &scale, &shift], 0)?;
+        Ok(Self {
+            dense,
+            norm: LayerNorm::new(scale, shift, eps),
+            params,
+            eps,
+        })
+    }
+
+    fn forward(&self, xs: &Tensor, residual: &Tensor) -> Result<Tensor> {
+        if uses_cpu_kernels(xs) {
+            let out = self.dense.product(xs)?;
+            kernels::add_norm_in_place(&out, residual, &self.params, self.eps as f32)?;
+            Ok(out)
+        } else {
+            self.norm.forward(&(self.dense.forward(xs)? + residual)?)
+        }
     }
 }
 

@@ -1,23 +1,42 @@
-//! CPU kernels for the two steps that candle runs as scalar or many-pass code: GELU (erf) and
-//! the attention softmax with its padding mask. A profile of `all-MiniLM-L6-v2` put a fifth of
-//! the time in libm's `erff` and `expf` (docs/PERFORMANCE.md). Both kernels work in place on
-//! f32, rows in parallel, with `exp` and `erf` as polynomials that the compiler vectorises; pulp
-//! compiles each loop for the widest SIMD the CPU has (AVX-512, AVX2 or plain SSE), chosen at
-//! run time, so no `unsafe` is needed.
+//! CPU kernels for the steps that candle runs as scalar or many-pass code: GELU (erf), the
+//! attention softmax with its padding mask, and the bias, residual and layer norm that close
+//! each half of a layer. A profile of `all-MiniLM-L6-v2` put a fifth of the time in libm's `erff`
+//! and `expf` and another tenth in separate passes (with their allocations) for biases,
+//! residuals and norms (docs/PERFORMANCE.md). These kernels work in place on f32, rows in
+//! parallel, with `exp` and `erf` as polynomials that the compiler vectorises; pulp compiles each
+//! loop for the widest SIMD the CPU has (AVX-512, AVX2 or plain SSE), chosen at run time, so no
+//! `unsafe` is needed.
 
 // pulp's run-time dispatch needs the kernels inlined into its per-instruction-set functions.
 #![allow(clippy::inline_always)]
 
 use candle_core::backend::BackendStorage;
-use candle_core::{CpuStorage, InplaceOp1, Layout, Tensor};
+use candle_core::{CpuStorage, InplaceOp1, InplaceOp2, InplaceOp3, Layout, Tensor};
 use rayon::prelude::*;
 
-/// Elements one task of the parallel GELU takes.
-const GELU_CHUNK: usize = 16 * 1024;
+/// Rows one task of a row-wise kernel takes at least, so that narrow rows do not drown in
+/// task overhead.
+const MIN_TASK_ELEMENTS: usize = 16 * 1024;
 
-/// Applies GELU (the exact, erf form that BERT uses) in place to an f32 CPU tensor.
-pub(crate) fn gelu_in_place(xs: &Tensor) -> candle_core::Result<()> {
-    xs.inplace_op1(&GeluErf)
+/// `x ← gelu(x + bias)` in place on `[rows, width]` f32, `bias` `[width]`: the intermediate
+/// layer's bias and GELU (the exact, erf form BERT uses) in one pass.
+pub(crate) fn bias_gelu_in_place(xs: &Tensor, bias: &Tensor) -> candle_core::Result<()> {
+    xs.inplace_op2(bias, &BiasGelu)
+}
+
+/// `x ← layer_norm(x + bias + residual)` row by row, in place on `[rows, width]` f32;
+/// `params` `[3, width]` holds the bias of the product that made `x`, then the norm's scale and
+/// shift.
+pub(crate) fn add_norm_in_place(
+    xs: &Tensor,
+    residual: &Tensor,
+    params: &Tensor,
+    eps: f32,
+) -> candle_core::Result<()> {
+    if xs.dims() != residual.dims() {
+        candle_core::bail!("residual {:?} for {:?}", residual.dims(), xs.dims());
+    }
+    xs.inplace_op3(residual, params, &AddNorm { eps })
 }
 
 /// Turns attention scores `[batch, heads, queries, keys]` into probabilities in place:
@@ -39,17 +58,81 @@ pub(crate) fn masked_softmax_in_place(
     })
 }
 
-struct GeluErf;
+/// Rows per parallel task for rows of `width`.
+fn rows_per_task(width: usize) -> usize {
+    MIN_TASK_ELEMENTS.div_ceil(width.max(1))
+}
 
-impl InplaceOp1 for GeluErf {
+struct BiasGelu;
+
+impl InplaceOp2 for BiasGelu {
     fn name(&self) -> &'static str {
-        "gelu-erf-in-place"
+        "bias-gelu-in-place"
     }
 
-    fn cpu_fwd(&self, storage: &mut CpuStorage, layout: &Layout) -> candle_core::Result<()> {
-        let data = contiguous_f32(storage, layout, self.name())?;
-        data.par_chunks_mut(GELU_CHUNK)
-            .for_each(|chunk| pulp::Arch::new().dispatch(GeluSlice(chunk)));
+    fn cpu_fwd(
+        &self,
+        storage: &mut CpuStorage,
+        layout: &Layout,
+        bias: &CpuStorage,
+        bias_layout: &Layout,
+    ) -> candle_core::Result<()> {
+        let bias = contiguous(bias, bias_layout, self.name())?;
+        let data = contiguous_mut(storage, layout, self.name())?;
+        let width = bias.len();
+        if width == 0 || data.len() % width != 0 {
+            candle_core::bail!("bias of {width} for {} values", data.len());
+        }
+        data.par_chunks_mut(width * rows_per_task(width))
+            .for_each(|rows| pulp::Arch::new().dispatch(BiasGeluRows { rows, bias }));
+        Ok(())
+    }
+}
+
+struct AddNorm {
+    eps: f32,
+}
+
+impl InplaceOp3 for AddNorm {
+    fn name(&self) -> &'static str {
+        "add-norm-in-place"
+    }
+
+    fn cpu_fwd(
+        &self,
+        storage: &mut CpuStorage,
+        layout: &Layout,
+        residual: &CpuStorage,
+        residual_layout: &Layout,
+        params: &CpuStorage,
+        params_layout: &Layout,
+    ) -> candle_core::Result<()> {
+        let residual = contiguous(residual, residual_layout, self.name())?;
+        let params = contiguous(params, params_layout, self.name())?;
+        let data = contiguous_mut(storage, layout, self.name())?;
+        let width = params.len() / 3;
+        if width == 0 || params.len() != 3 * width || data.len() % width != 0 {
+            candle_core::bail!(
+                "norm parameters of {} for {} values",
+                params.len(),
+                data.len()
+            );
+        }
+        let (bias, rest) = params.split_at(width);
+        let (scale, shift) = rest.split_at(width);
+        let task = width * rows_per_task(width);
+        data.par_chunks_mut(task)
+            .zip(residual.par_chunks(task))
+            .for_each(|(rows, residual)| {
+                pulp::Arch::new().dispatch(AddNormRows {
+                    rows,
+                    residual,
+                    bias,
+                    scale,
+                    shift,
+                    eps: self.eps,
+                });
+            });
         Ok(())
     }
 }
@@ -67,7 +150,7 @@ impl InplaceOp1 for MaskedSoftmax<'_> {
 
     fn cpu_fwd(&self, storage: &mut CpuStorage, layout: &Layout) -> candle_core::Result<()> {
         let keys = layout.dims().last().copied().unwrap_or(1);
-        let data = contiguous_f32(storage, layout, self.name())?;
+        let data = contiguous_mut(storage, layout, self.name())?;
         data.par_chunks_mut(keys).enumerate().for_each(|(row, xs)| {
             let valid = self.key_lengths[row / self.rows_per_item].min(keys);
             pulp::Arch::new().dispatch(SoftmaxRow {
@@ -80,16 +163,30 @@ impl InplaceOp1 for MaskedSoftmax<'_> {
     }
 }
 
-fn contiguous_f32<'a>(
+fn contiguous_mut<'a>(
     storage: &'a mut CpuStorage,
     layout: &Layout,
     op: &'static str,
 ) -> candle_core::Result<&'a mut [f32]> {
     let Some((start, end)) = layout.contiguous_offsets() else {
-        candle_core::bail!("{op} needs a contiguous tensor");
+        candle_core::bail!("{op} needs contiguous tensors");
     };
     match storage {
         CpuStorage::F32(data) => Ok(&mut data[start..end]),
+        other => Err(candle_core::Error::UnsupportedDTypeForOp(other.dtype(), op)),
+    }
+}
+
+fn contiguous<'a>(
+    storage: &'a CpuStorage,
+    layout: &Layout,
+    op: &'static str,
+) -> candle_core::Result<&'a [f32]> {
+    let Some((start, end)) = layout.contiguous_offsets() else {
+        candle_core::bail!("{op} needs contiguous tensors");
+    };
+    match storage {
+        CpuStorage::F32(data) => Ok(&data[start..end]),
         other => Err(candle_core::Error::UnsupportedDTypeForOp(other.dtype(), op)),
     }
 }
@@ -98,18 +195,72 @@ fn contiguous_f32<'a>(
 // loops inside must be inlined into it (hence `inline(always)` down to `exp`) to be vectorised
 // with that set. A closure passed to `dispatch` is not reliably inlined, so these are structs.
 
-/// GELU over a slice.
-struct GeluSlice<'a>(&'a mut [f32]);
+/// `gelu(x + bias)` over whole rows.
+struct BiasGeluRows<'a> {
+    rows: &'a mut [f32],
+    bias: &'a [f32],
+}
 
-impl pulp::WithSimd for GeluSlice<'_> {
+impl pulp::WithSimd for BiasGeluRows<'_> {
     type Output = ();
 
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _: S) {
-        for x in self.0 {
-            *x = gelu(*x);
+        for row in self.rows.chunks_exact_mut(self.bias.len()) {
+            for (x, b) in row.iter_mut().zip(self.bias) {
+                *x = gelu(*x + b);
+            }
         }
     }
+}
+
+/// `layer_norm(x + bias + residual)` over whole rows.
+struct AddNormRows<'a> {
+    rows: &'a mut [f32],
+    residual: &'a [f32],
+    bias: &'a [f32],
+    scale: &'a [f32],
+    shift: &'a [f32],
+    eps: f32,
+}
+
+impl pulp::WithSimd for AddNormRows<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _: S) {
+        let width = self.bias.len();
+        for (row, residual) in self
+            .rows
+            .chunks_exact_mut(width)
+            .zip(self.residual.chunks_exact(width))
+        {
+            for ((x, r), b) in row.iter_mut().zip(residual).zip(self.bias) {
+                *x += b + r;
+            }
+            let mean = lane_sum(row, |x| x) / width as f32;
+            // Two passes: the variance of centred values, not E[x²] − mean², which cancels.
+            let variance = lane_sum(row, |x| (x - mean) * (x - mean)) / width as f32;
+            let inverse = (variance + self.eps).sqrt().recip();
+            for ((x, scale), shift) in row.iter_mut().zip(self.scale).zip(self.shift) {
+                *x = ((*x - mean) * inverse).mul_add(*scale, *shift);
+            }
+        }
+    }
+}
+
+/// `Σ f(x)` in 16 lanes of partial sums, so that it vectorises (the compiler keeps the order
+/// of float additions, and one accumulator is one long dependency chain).
+#[inline(always)]
+fn lane_sum(xs: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut sums = [0.0f32; 16];
+    let mut chunks = xs.chunks_exact(16);
+    for chunk in &mut chunks {
+        for (x, sum) in chunk.iter().zip(&mut sums) {
+            *sum += f(*x);
+        }
+    }
+    chunks.remainder().iter().map(|&x| f(x)).sum::<f32>() + sums.iter().sum::<f32>()
 }
 
 /// `softmax(scale · xs[..valid])`, zeros after; `scale` must be positive.
@@ -246,20 +397,57 @@ mod tests {
     }
 
     #[test]
-    fn gelu_matches_candles_scalar_path() {
+    fn bias_gelu_matches_candles_scalar_path() {
+        let width = 7;
         let xs = samples();
-        let tensor = Tensor::new(xs.as_slice(), &Device::Cpu).unwrap();
-        let expected: Vec<f32> = tensor.gelu_erf().unwrap().to_vec1().unwrap();
+        let rows = xs.len() / width;
+        let tensor = Tensor::new(&xs[..rows * width], &Device::Cpu)
+            .unwrap()
+            .reshape((rows, width))
+            .unwrap();
+        let bias = Tensor::new(&[0.5f32, -0.25, 0.0, 1.0, -2.0, 0.125, 3.0], &Device::Cpu).unwrap();
+        let expected: Vec<Vec<f32>> = tensor
+            .broadcast_add(&bias)
+            .unwrap()
+            .gelu_erf()
+            .unwrap()
+            .to_vec2()
+            .unwrap();
         // A copy, so that the in-place kernel writes into its own storage.
         let ours = tensor.copy().unwrap();
-        gelu_in_place(&ours).unwrap();
-        let ours: Vec<f32> = ours.to_vec1().unwrap();
-        for ((x, a), b) in xs.iter().zip(&ours).zip(&expected) {
-            assert!(
-                (a - b).abs() <= 3e-7 * x.abs().max(1.0),
-                "gelu({x}): {a} vs {b}"
-            );
+        bias_gelu_in_place(&ours, &bias).unwrap();
+        let ours: Vec<Vec<f32>> = ours.to_vec2().unwrap();
+        for (a, b) in ours.iter().flatten().zip(expected.iter().flatten()) {
+            assert!((a - b).abs() <= 3e-7 * b.abs().max(1.0), "{a} vs {b}");
         }
+    }
+
+    #[test]
+    fn add_norm_matches_candles_layer_norm_of_the_sum() {
+        let (rows, width) = (33, 384);
+        let device = &Device::Cpu;
+        let xs = Tensor::randn(0f32, 3.0, (rows, width), device).unwrap();
+        let residual = Tensor::randn(1f32, 2.0, (rows, width), device).unwrap();
+        let bias = Tensor::randn(0f32, 1.0, width, device).unwrap();
+        let scale = Tensor::randn(1f32, 0.1, width, device).unwrap();
+        let shift = Tensor::randn(0f32, 0.1, width, device).unwrap();
+        let eps = 1e-12;
+        let norm = candle_nn::LayerNorm::new(scale.clone(), shift.clone(), eps);
+        let sum = (xs.broadcast_add(&bias).unwrap() + &residual).unwrap();
+        let expected = candle_core::Module::forward(&norm, &sum).unwrap();
+        let params = Tensor::stack(&[bias, scale, shift], 0).unwrap();
+        let ours = xs.copy().unwrap();
+        add_norm_in_place(&ours, &residual, &params, eps as f32).unwrap();
+        let difference: f32 = (ours - expected)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar()
+            .unwrap();
+        assert!(difference < 2e-5, "{difference}");
+        assert!(add_norm_in_place(&xs, &residual.narrow(0, 0, 5).unwrap(), &params, 1e-5).is_err());
     }
 
     #[test]
