@@ -9,6 +9,7 @@ use tokenizers::{Encoding, PostProcessor, Tokenizer, TruncationParams};
 
 use crate::bert::Bert;
 use crate::model::{ModelFiles, ModelTraits, Pooling, read_json};
+use crate::weights;
 use crate::{DeviceChoice, EmbedError, Result};
 
 /// How to run the model. Defaults: `auto` device, batches of at most 16,384 padded tokens and
@@ -142,11 +143,7 @@ impl Embedder {
             dir: dir.clone(),
             source,
         };
-        // SAFETY: the weights file is mapped read-only and the mapping lives as long as the
-        // model; a file changed underneath a running process is outside what we can guard.
-        #[allow(unsafe_code)]
-        let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], dtype, &device) }
-            .map_err(model_error)?;
+        let vb = VarBuilder::from_tensors(weights::read(&weights, dtype, &device)?, dtype, &device);
         let model = Bert::load(&vb, &config).map_err(model_error)?;
         let info = ModelInfo {
             id: files.model_id(),

@@ -24,6 +24,7 @@ mod embedder;
 mod error;
 mod kernels;
 mod model;
+mod weights;
 
 pub use device::DeviceChoice;
 pub use embedder::{EmbedOptions, EmbedProgress, Embedder, Embeddings, ModelInfo};
