@@ -365,6 +365,17 @@ mod tests {
 
     use super::*;
 
+    fn max_difference(a: &Tensor, b: &Tensor) -> f32 {
+        (a - b)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar()
+            .unwrap()
+    }
+
     /// Values from -8 to 8 with every kind of fraction, and the extremes.
     fn samples() -> Vec<f32> {
         let mut xs: Vec<f32> = (0..40_001)
@@ -438,14 +449,7 @@ mod tests {
         let params = Tensor::stack(&[bias, scale, shift], 0).unwrap();
         let ours = xs.copy().unwrap();
         add_norm_in_place(&ours, &residual, &params, eps as f32).unwrap();
-        let difference: f32 = (ours - expected)
-            .unwrap()
-            .abs()
-            .unwrap()
-            .max_all()
-            .unwrap()
-            .to_scalar()
-            .unwrap();
+        let difference = max_difference(&ours, &expected);
         assert!(difference < 2e-5, "{difference}");
         assert!(add_norm_in_place(&xs, &residual.narrow(0, 0, 5).unwrap(), &params, 1e-5).is_err());
     }
@@ -470,14 +474,7 @@ mod tests {
         masked_softmax_in_place(&scores, scale, &lengths).unwrap();
         for (b, &n) in lengths.iter().enumerate() {
             let ours = scores.i((b, .., .., ..n)).unwrap();
-            let difference: f32 = (ours - &expected[b])
-                .unwrap()
-                .abs()
-                .unwrap()
-                .max_all()
-                .unwrap()
-                .to_scalar()
-                .unwrap();
+            let difference = max_difference(&ours, &expected[b]);
             assert!(difference < 1e-6, "batch item {b}: {difference}");
             let padding: f32 = scores
                 .i((b, .., .., n..))

@@ -7,10 +7,11 @@ pub fn models_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models")
 }
 
-/// all-MiniLM-L6-v2 as `scripts/fetch-test-models` installs it.
-pub fn minilm() -> Embedder {
-    let dir = models_dir().join("all-MiniLM-L6-v2");
-    let files = ModelFiles::from_dir("sentence-transformers/all-MiniLM-L6-v2", &dir)
+/// The model in `models/<folder>` (installed by `scripts/fetch-test-models`) on the CPU,
+/// known as `name`.
+fn cpu_model(name: &str, folder: &str) -> Embedder {
+    let dir = models_dir().join(folder);
+    let files = ModelFiles::from_dir(name, &dir)
         .unwrap_or_else(|e| panic!("{e}: run scripts/fetch-test-models first"));
     Embedder::load(
         &files,
@@ -22,21 +23,16 @@ pub fn minilm() -> Embedder {
     .unwrap()
 }
 
+/// all-MiniLM-L6-v2.
+pub fn minilm() -> Embedder {
+    cpu_model("sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2")
+}
+
 /// A model with BGE-large's width (1,024, 16 heads, intermediate 4,096) and two of its 24
-/// layers, random weights: `scripts/fetch-test-models` makes it with
-/// `scripts/make-bge-shaped-model large --layers 2`.
+/// layers, random weights (`scripts/make-bge-shaped-model large --layers 2`). Named by its
+/// folder, so its query instruction must come from its own files.
 pub fn bge_large_shape_2l() -> Embedder {
-    let dir = models_dir().join("bge-large-shape-2l");
-    let files = ModelFiles::from_dir(dir.display().to_string(), &dir)
-        .unwrap_or_else(|e| panic!("{e}: run scripts/fetch-test-models first"));
-    Embedder::load(
-        &files,
-        &EmbedOptions {
-            device: DeviceChoice::Cpu,
-            ..EmbedOptions::default()
-        },
-    )
-    .unwrap()
+    cpu_model("bge-large-shape-2l", "bge-large-shape-2l")
 }
 
 pub use scar_core::cosine;
