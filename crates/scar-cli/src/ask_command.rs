@@ -40,17 +40,27 @@ pub fn run(settings: &Settings, query: &str, json: bool) -> Result<ExitCode> {
         ..GenerationParams::default()
     };
     if !json {
-        println!("{} {}", style("question:").bold(), report.query);
-        println!("{}\n", style(comparison(&report, &baseline)).dim());
+        outln!("{} {}", style("question:").bold(), report.query);
+        outln!("{}\n", style(comparison(&report, &baseline)).dim());
     }
     let mut stdout = std::io::stdout();
+    let mut write_error = None;
     let answer = Answer::generate(generator.as_mut(), &report, &params, &mut |piece| {
-        if !json {
-            print!("{piece}");
-            let _ = stdout.flush();
+        if json {
+            return ControlFlow::Continue(());
         }
-        ControlFlow::Continue(())
+        match write!(stdout, "{piece}").and_then(|()| stdout.flush()) {
+            Ok(()) => ControlFlow::Continue(()),
+            // Nobody reads the answer any more (a closed pipe): stop generating it.
+            Err(error) => {
+                write_error = Some(error);
+                ControlFlow::Break(())
+            }
+        }
     })?;
+    if let Some(error) = write_error {
+        return Err(error.into());
+    }
     if json {
         let output = serde_json::json!({
             "schema": SCHEMA_VERSION,
@@ -58,10 +68,10 @@ pub fn run(settings: &Settings, query: &str, json: bool) -> Result<ExitCode> {
             "answer": answer,
             "static_window_1_prompt_tokens": baseline_prompt_tokens,
         });
-        println!("{}", serde_json::to_string_pretty(&output)?);
+        outln!("{}", serde_json::to_string_pretty(&output)?);
     } else {
-        print_sources(&answer);
-        println!("{}", style(summary(&answer, baseline_prompt_tokens)).dim());
+        print_sources(&answer)?;
+        outln!("{}", style(summary(&answer, baseline_prompt_tokens)).dim());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -83,8 +93,8 @@ fn open_generator(settings: &Settings) -> Result<Box<dyn Generator>> {
     Ok(Box::new(LocalModel::load(&path, &options)?))
 }
 
-fn print_sources(answer: &Answer) {
-    println!("\n\n{}", style("sources").bold().underlined());
+fn print_sources(answer: &Answer) -> Result<()> {
+    outln!("\n\n{}", style("sources").bold().underlined());
     for source in &answer.prompt.sources {
         let cited = answer.citations.cited.contains(source);
         let mark = if cited {
@@ -92,7 +102,7 @@ fn print_sources(answer: &Answer) {
         } else {
             style("not cited").dim().to_string()
         };
-        println!(
+        outln!(
             "[{}] {} ¶{}  {mark}",
             source.number,
             short(&source.document),
@@ -106,7 +116,7 @@ fn print_sources(answer: &Answer) {
             .iter()
             .map(|n| format!("[{n}]"))
             .collect();
-        println!(
+        outln!(
             "{}",
             style(format!(
                 "the answer cites {}, which no source carries",
@@ -115,6 +125,7 @@ fn print_sources(answer: &Answer) {
             .yellow()
         );
     }
+    Ok(())
 }
 
 /// One line: prompt size against static ±1's, answer length, why it stopped, speed.

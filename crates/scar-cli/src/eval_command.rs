@@ -136,9 +136,9 @@ pub fn run(settings: &Settings, args: &EvalArgs) -> Result<ExitCode> {
         );
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!("{}", report.summary_markdown());
+        outln!("{}", report.summary_markdown());
         eprintln!(
             "wrote {}",
             paths

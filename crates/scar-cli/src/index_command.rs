@@ -281,7 +281,7 @@ fn index_into(
     bar.finish_and_clear();
 
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         for skipped in &report.skipped {
             eprintln!(
@@ -298,7 +298,7 @@ fn index_into(
             );
         }
         let seconds = report.elapsed.as_secs_f64();
-        println!(
+        outln!(
             "{} added, {} updated, {} removed, {} unchanged, {} skipped; {} chunks, {} tokens in {:.1} s ({:.0} tokens/s){}",
             report.added,
             report.updated,
@@ -316,13 +316,13 @@ fn index_into(
             },
         );
         if report.hnsw_rows_linked > 0 {
-            println!(
+            outln!(
                 "{} chunks linked into the HNSW graph",
                 report.hnsw_rows_linked
             );
         }
         if report.truncated > 0 {
-            println!(
+            outln!(
                 "{} chunks were longer than the model's limit and were truncated for embedding",
                 report.truncated
             );

@@ -27,19 +27,19 @@ pub fn run(settings: &Settings, args: &InspectArgs) -> Result<ExitCode> {
     if args.verify {
         let problems = index.verify()?;
         if args.json {
-            println!(
+            outln!(
                 "{}",
                 serde_json::json!({ "consistent": problems.is_empty(), "problems": problems })
             );
         } else if problems.is_empty() {
-            println!(
+            outln!(
                 "consistent: {} documents, {} chunks",
                 index.documents().len(),
                 index.len()
             );
         } else {
             for problem in &problems {
-                println!("{problem}");
+                outln!("{problem}");
             }
         }
         return Ok(if problems.is_empty() {
@@ -60,7 +60,7 @@ pub fn run(settings: &Settings, args: &InspectArgs) -> Result<ExitCode> {
             .and_then(|p| index.continuity_next(p));
         let continuity_next = index.continuity_next(chunk.id);
         if args.json {
-            println!(
+            outln!(
                 "{}",
                 serde_json::json!({
                     "id": chunk.id, "document": chunk.document.path, "ordinal": chunk.ordinal,
@@ -73,7 +73,7 @@ pub fn run(settings: &Settings, args: &InspectArgs) -> Result<ExitCode> {
             let fmt = |c: Option<f32>| {
                 c.map_or_else(|| "document edge".to_owned(), |c| format!("{c:.3}"))
             };
-            println!(
+            outln!(
                 "chunk {} = {} ¶{} (chars {}..{}, {} tokens)\nheadings: {}\ncontinuity with previous: {}, with next: {}\n\n{}",
                 chunk.id,
                 display_path(&chunk.document.path),
@@ -91,7 +91,7 @@ pub fn run(settings: &Settings, args: &InspectArgs) -> Result<ExitCode> {
     }
     let manifest = index.manifest();
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::json!({
                 "dir": index.dir(), "manifest": manifest, "chunks": index.len(),
@@ -99,15 +99,15 @@ pub fn run(settings: &Settings, args: &InspectArgs) -> Result<ExitCode> {
             })
         );
     } else {
-        print_summary(&index);
+        print_summary(&index)?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// The index's settings, its dense search, and its documents.
-fn print_summary(index: &Index) {
+fn print_summary(index: &Index) -> Result<()> {
     let manifest = index.manifest();
-    println!(
+    outln!(
         "index {}\nmodel {} ({} dimensions, {:?} pooling), vectors {:?}\nchunker {:?}, capacity {}, overlap {}, headings prepended: {}\n{} documents, {} chunks",
         index.dir().display(),
         manifest.model.id,
@@ -122,20 +122,21 @@ fn print_summary(index: &Index) {
         index.len()
     );
     match index.hnsw() {
-        Some(graph) => println!(
+        Some(graph) => outln!(
             "dense search: HNSW graph over {} chunks (connectivity {}, expansion {}/{}), the rest exact",
             graph.rows,
             graph.params.connectivity,
             graph.params.expansion_add,
             graph.params.expansion_search
         ),
-        None => println!("dense search: exact"),
+        None => outln!("dense search: exact"),
     }
     for document in index.documents() {
-        println!(
+        outln!(
             "  {:>6} chunks  {}",
             document.chunk_count,
             display_path(&document.path)
         );
     }
+    Ok(())
 }

@@ -1,5 +1,14 @@
 //! `scar`: index documents, search them with SCAR, and see why each neighbour was added or left.
 
+/// `println!` that returns the write's error instead of panicking, so that a closed pipe
+/// (`scar search … | head`) ends the command quietly; see `main`.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout(), $($arg)*)?;
+    }};
+}
+
 mod ask_command;
 mod eval_command;
 mod index_command;
@@ -90,6 +99,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
+        // The reader went away (`scar search … | head`): what it wanted, it has.
+        Err(error) if closed_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error}");
             for cause in error.chain().skip(1) {
@@ -98,6 +109,14 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn closed_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -118,13 +137,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Models { action } => models_command::run(&settings, &action),
         Command::Eval(args) => eval_command::run(&settings, &args),
         Command::Config { json } => {
-            print_config(&settings, json);
+            print_config(&settings, json)?;
             Ok(ExitCode::SUCCESS)
         }
     }
 }
 
-fn print_config(settings: &Settings, json: bool) {
+fn print_config(settings: &Settings, json: bool) -> anyhow::Result<()> {
     let rows = settings.rows();
     let file = settings
         .config_file
@@ -140,7 +159,7 @@ fn print_config(settings: &Settings, json: bool) {
                 )
             })
             .collect();
-        println!(
+        outln!(
             "{}",
             serde_json::json!({ "config_file": file, "settings": values })
         );
@@ -149,14 +168,15 @@ fn print_config(settings: &Settings, json: bool) {
             .map(PathBuf::from)
             .or_else(settings::config_path);
         match (&file, looked) {
-            (Some(file), _) => println!("# config file: {file}"),
-            (None, Some(path)) => println!("# config file: {} (not present)", path.display()),
-            (None, None) => println!("# config file: none"),
+            (Some(file), _) => outln!("# config file: {file}"),
+            (None, Some(path)) => outln!("# config file: {} (not present)", path.display()),
+            (None, None) => outln!("# config file: none"),
         }
         for (name, value, source) in rows {
-            println!("{name:<17} = {value:<40} # {source}");
+            outln!("{name:<17} = {value:<40} # {source}");
         }
     }
+    Ok(())
 }
 
 /// The exit status for an indexing report.

@@ -33,9 +33,10 @@ pub fn run(settings: &Settings, action: &ModelsAction) -> Result<ExitCode> {
                 } else {
                     ""
                 };
-                println!(
+                outln!(
                     "{}{default}\n    revision {}\n    {place}",
-                    model.id, model.revision
+                    model.id,
+                    model.revision
                 );
             }
         }
@@ -45,7 +46,7 @@ pub fn run(settings: &Settings, action: &ModelsAction) -> Result<ExitCode> {
                 Some(found) => found?,
                 None => locator.download(name)?,
             };
-            println!("{} is at {}", files.model_id(), files.dir.display());
+            outln!("{} is at {}", files.model_id(), files.dir.display());
         }
     }
     Ok(ExitCode::SUCCESS)

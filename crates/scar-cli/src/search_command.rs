@@ -17,7 +17,7 @@ pub fn run(settings: &Settings, query: &str, json: bool, full: bool) -> Result<E
     let prepared = retriever.prepare(query, settings.first_stage.value, settings.k.value)?;
     let report = retriever.expand(&prepared, &options)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(ExitCode::SUCCESS);
     }
     // What static ±1 would have taken from the same seeds: the saving SCAR is about.
@@ -25,7 +25,7 @@ pub fn run(settings: &Settings, query: &str, json: bool, full: bool) -> Result<E
         &prepared,
         &Options::new(Policy::StaticWindow { window: 1 })?,
     )?;
-    print_report(retriever.index(), &report, &baseline, full);
+    print_report(retriever.index(), &report, &baseline, full)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -34,9 +34,9 @@ fn print_report(
     report: &SearchReport,
     baseline: &SearchReport,
     full: bool,
-) {
+) -> Result<()> {
     let ledger = &report.ledger;
-    println!(
+    outln!(
         "{} {}\n{}",
         style("question:").bold(),
         report.query,
@@ -58,7 +58,7 @@ fn print_report(
             },
         )
     };
-    println!("\n{}", style("decisions").bold().underlined());
+    outln!("\n{}", style("decisions").bold().underlined());
     for seed in &ledger.seeds {
         let bar = seed.bar.map_or_else(String::new, |b| match ledger.policy {
             Policy::Evidence { .. } => {
@@ -71,17 +71,17 @@ fn print_report(
         } else {
             "  (over budget)"
         };
-        println!(
+        outln!(
             "{} {}  cos(q,c) = {:.3}{bar}{status}",
             style(format!("seed #{}", seed.rank)).cyan().bold(),
             place(seed.id),
             seed.query_cos
         );
         for neighbour in &seed.neighbours {
-            println!("    {}", neighbour_line(neighbour, ledger.policy, &place));
+            outln!("    {}", neighbour_line(neighbour, ledger.policy, &place));
         }
     }
-    println!(
+    outln!(
         "\n{}",
         style("context, in document order").bold().underlined()
     );
@@ -96,7 +96,7 @@ fn print_report(
         } else {
             format!("  {}", chunk.heading_path)
         };
-        println!(
+        outln!(
             "[{}] {} ¶{} ({role}, {} tokens){}",
             n + 1,
             short(&chunk.document),
@@ -110,12 +110,12 @@ fn print_report(
             preview(&chunk.text)
         };
         for line in text.lines() {
-            println!("    {line}");
+            outln!("    {line}");
         }
     }
-    println!("\n{}", comparison(report, baseline));
+    outln!("\n{}", comparison(report, baseline));
     let t = &report.timings;
-    println!(
+    outln!(
         "{}",
         style(format!(
             "embed {:.1} ms, first stage {:.1} ms, policy {:.3} ms",
@@ -123,6 +123,7 @@ fn print_report(
         ))
         .dim()
     );
+    Ok(())
 }
 
 /// The context's size beside static ±1's on the same seeds: what SCAR saved.

@@ -350,16 +350,19 @@ impl Settings {
 
     /// The policy these settings describe, validated.
     pub fn policy(&self) -> Result<scar_policy::Options> {
-        let policy = Policy::from_kind(
-            self.policy.value,
-            &PolicySettings {
-                lambda: self.lambda.value,
-                gamma: self.gamma.value,
-                window: self.window.value,
-                block: self.parent_block.value,
-                depth: self.depth.value,
-            },
-        );
+        let settings = PolicySettings {
+            lambda: self.lambda.value,
+            gamma: self.gamma.value,
+            window: self.window.value,
+            block: self.parent_block.value,
+            depth: self.depth.value,
+        };
+        // Every setting is checked, not only those the chosen policy reads: a bad value in the
+        // config file should not wait for the day someone switches policy to surface.
+        for kind in PolicyKind::ALL {
+            Policy::from_kind(kind, &settings).validate()?;
+        }
+        let policy = Policy::from_kind(self.policy.value, &settings);
         if self.k.value == 0 {
             bail!("k must be at least 1");
         }
