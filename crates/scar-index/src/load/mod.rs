@@ -104,7 +104,7 @@ pub enum LoadError {
     Empty,
     /// The file is over [`LoadOptions::max_file_bytes`].
     #[error(
-        "larger than the {} limit ({size} bytes); raise --max-file-size to index it",
+        "larger than the {} limit ({size} bytes); raise --max-file-mib to index it",
         human_size(*.limit)
     )]
     TooLarge {
@@ -398,7 +398,7 @@ mod tests {
         ));
         assert_eq!(
             error.to_string(),
-            "larger than the 50 MiB limit (1073741824 bytes); raise --max-file-size to index it"
+            "larger than the 50 MiB limit (1073741824 bytes); raise --max-file-mib to index it"
         );
 
         let small = LoadOptions { max_file_bytes: 4 };
