@@ -71,8 +71,11 @@ fn quick_eval_writes_a_consistent_report() {
         assert!(number(&top_k["mean_chunks"]) <= number(&scar_1["mean_chunks"]));
         assert!(number(&top_k["mean_chunks"]) <= 5.0);
         // The evidence walk ±2 keeps a subset of static ±2's and walks no further than ±3's.
-        let (evidence, static_2, evidence_3) =
-            (group("evidence_2", g), group("static_2", g), group("evidence_3", g));
+        let (evidence, static_2, evidence_3) = (
+            group("evidence_2", g),
+            group("static_2", g),
+            group("evidence_3", g),
+        );
         assert!(number(&evidence["mean_chunks"]) <= number(&static_2["mean_chunks"]));
         assert!(number(&evidence["mean_chunks"]) <= number(&evidence_3["mean_chunks"]));
         assert!(number(&top_k["recall"]) <= number(&evidence["recall"]));
@@ -95,10 +98,18 @@ fn quick_eval_writes_a_consistent_report() {
     let depths = stage["depth_sweep"].as_array().unwrap();
     assert_eq!(depths.len(), 10);
     let chunks_at = |point: &Value| {
-        let all = point["groups"].as_array().unwrap().iter().find(|g| g["group"] == "all");
+        let all = point["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["group"] == "all");
         number(&all.unwrap()["mean_chunks"])
     };
-    assert!(depths.windows(2).all(|w| chunks_at(&w[0]) <= chunks_at(&w[1])));
+    assert!(
+        depths
+            .windows(2)
+            .all(|w| chunks_at(&w[0]) <= chunks_at(&w[1]))
+    );
 
     let written: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
@@ -194,7 +205,11 @@ fn the_neighbour_table_and_its_signals_are_written() {
         .map(|t| t["seeds"].as_array().unwrap().len())
         .sum();
     // At most three steps each way from every seed.
-    assert!(rows.len() <= seeds * 6, "{} rows for {seeds} seeds", rows.len());
+    assert!(
+        rows.len() <= seeds * 6,
+        "{} rows for {seeds} seeds",
+        rows.len()
+    );
     for row in &rows {
         let distance = row["distance"].as_u64().unwrap();
         assert!((1..=3).contains(&distance), "{row}");
@@ -208,11 +223,19 @@ fn the_neighbour_table_and_its_signals_are_written() {
             .find(|t| t["id"] == row["test"])
             .unwrap();
         let gold = test["gold_chunks"].as_array().unwrap();
-        assert_eq!(row["useful"].as_bool().unwrap(), gold.contains(&row["neighbour"]), "{row}");
+        assert_eq!(
+            row["useful"].as_bool().unwrap(),
+            gold.contains(&row["neighbour"]),
+            "{row}"
+        );
     }
     let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(markdown.contains("Neighbour signals"), "{markdown}");
-    assert!(std::fs::read(out.join("roc.png")).unwrap().starts_with(b"\x89PNG"));
+    assert!(
+        std::fs::read(out.join("roc.png"))
+            .unwrap()
+            .starts_with(b"\x89PNG")
+    );
 }
 
 #[test]

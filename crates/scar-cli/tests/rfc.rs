@@ -140,7 +140,14 @@ fn json_output_follows_the_documented_schema() {
         &["--policy", "topk", "--first-stage", "bm25"],
         &["--policy", "parent", "--first-stage", "dense"],
         &["--policy", "section"],
-        &["--policy", "evidence", "--depth", "3", "--budget-tokens", "300"],
+        &[
+            "--policy",
+            "evidence",
+            "--depth",
+            "3",
+            "--budget-tokens",
+            "300",
+        ],
     ] {
         let report = search_json(rfc_index(), &query, extra);
         let errors: Vec<String> = validator
