@@ -110,7 +110,7 @@ fn draw(report: &EvalReport, path: &Path, text: bool) -> Result<()> {
 }
 
 /// One group's panel: a grey dot per sweep setting, a coloured dot per policy, a ring around
-/// SCAR ±1, and labels when there is a font.
+/// SCAR ±1, and a legend when there is a font.
 fn panel(
     area: &DrawingArea<BitMapBackend<'_>, Shift>,
     stage: &StageResult,
@@ -134,7 +134,10 @@ fn panel(
         .chain(stage.depth_sweep.iter().filter_map(|p| p.group(group)))
         .map(|m| (m.mean_chunks, m.recall))
         .collect();
-    let x_max = points.iter().map(|p| p.0).fold(1.0, f64::max) * 1.25;
+    // Chunks on a log scale: the section baseline takes ten times what the others do, and a
+    // linear axis would squeeze every other policy into its first tenth.
+    let x_min = points.iter().map(|p| p.0).fold(f64::MAX, f64::min) * 0.85;
+    let x_max = points.iter().map(|p| p.0).fold(1.0, f64::max) * 1.2;
     let y_min = (points.iter().map(|p| p.1).fold(1.0, f64::min) - 0.05).max(0.0);
     let mut builder = ChartBuilder::on(area);
     builder.margin(20);
@@ -146,11 +149,11 @@ fn panel(
             .y_label_area_size(50);
     }
     let mut chart = builder
-        .build_cartesian_2d(0.0..x_max, y_min..1.02)
+        .build_cartesian_2d((x_min..x_max).log_scale(), y_min..1.02)
         .map_err(|e| fail(&e))?;
     let mut mesh = chart.configure_mesh();
     if text {
-        mesh.x_desc("mean unique chunks")
+        mesh.x_desc("mean unique chunks (log scale)")
             .y_desc("recall")
             .label_style((FONT, 14));
     } else {
@@ -161,7 +164,9 @@ fn panel(
     let sweep = stage.sweep.iter().filter_map(|p| p.group(group));
     chart
         .draw_series(sweep.map(|m| Circle::new((m.mean_chunks, m.recall), 3, grey.filled())))
-        .map_err(|e| fail(&e))?;
+        .map_err(|e| fail(&e))?
+        .label("SCAR ±1, λ × γ sweep")
+        .legend(move |at| Circle::new(at, 3, grey.filled()));
     let depths = stage.depth_sweep.iter().filter_map(|p| p.group(group));
     let frontier: Vec<(f64, f64)> = depths.map(|m| (m.mean_chunks, m.recall)).collect();
     chart
@@ -169,46 +174,37 @@ fn panel(
             frontier.iter().copied(),
             NAVY.stroke_width(2),
         ))
-        .map_err(|e| fail(&e))?;
+        .map_err(|e| fail(&e))?
+        .label("evidence ±2, depth sweep")
+        .legend(|(x, y)| PathElement::new([(x - 8, y), (x + 8, y)], NAVY.stroke_width(2)));
     chart
         .draw_series(frontier.iter().map(|&at| Circle::new(at, 3, NAVY.filled())))
         .map_err(|e| fail(&e))?;
-    // Labels go right of their dot (left near the right edge), moved down past labels
-    // already placed nearby.
-    let mut placed: Vec<(i32, i32)> = Vec::new();
-    let right = chart.plotting_area().get_pixel_range().0.end;
     for policy in &stage.policies {
         let Some(m) = policy.group(group) else {
             continue;
         };
         let at = (m.mean_chunks, m.recall);
-        let dot = Circle::new(at, 7, colour(&policy.key).filled());
-        chart.draw_series([dot]).map_err(|e| fail(&e))?;
+        let fill = colour(&policy.key).filled();
+        chart
+            .draw_series([Circle::new(at, 7, fill)])
+            .map_err(|e| fail(&e))?
+            .label(policy.label.clone())
+            .legend(move |at| Circle::new(at, 6, fill));
         if policy.key == SCAR_1 {
             let ring = Circle::new(at, 11, BLACK.stroke_width(2));
             chart.draw_series([ring]).map_err(|e| fail(&e))?;
         }
-        if text {
-            let (x, y) = chart.backend_coord(&at);
-            let mut dy = -7;
-            while placed
-                .iter()
-                .any(|&(px, py)| (px - x).abs() < 90 && (py - (y + dy)).abs() < 14)
-            {
-                dy += 14;
-            }
-            placed.push((x, y + dy));
-            // About 7 pixels a character at this size.
-            let width = 7 * i32::try_from(policy.label.chars().count()).unwrap_or(100);
-            let dx = if x + 10 + width > right {
-                -10 - width
-            } else {
-                10
-            };
-            let label = EmptyElement::at(at)
-                + Text::new(policy.label.clone(), (dx, dy), (FONT, 14).into_font());
-            chart.draw_series([label]).map_err(|e| fail(&e))?;
-        }
+    }
+    if text {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .label_font((FONT, 13))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| fail(&e))?;
     }
     Ok(())
 }
