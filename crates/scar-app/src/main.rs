@@ -220,3 +220,68 @@ impl FileDialogs for NativeDialogs {
             .save_file()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use eframe::Storage as _;
+    use scar_ui::Controls;
+
+    use super::*;
+
+    /// eframe's storage, in memory.
+    #[derive(Default)]
+    struct Memory(HashMap<String, String>);
+
+    impl eframe::Storage for Memory {
+        fn get_string(&self, key: &str) -> Option<String> {
+            self.0.get(key).cloned()
+        }
+
+        fn set_string(&mut self, key: &str, value: String) {
+            self.0.insert(key.to_owned(), value);
+        }
+
+        fn remove_string(&mut self, key: &str) {
+            self.0.remove(key);
+        }
+
+        fn flush(&mut self) {}
+    }
+
+    fn load(saved: &str) -> Option<Settings> {
+        let mut storage = Memory::default();
+        storage.set_string(eframe::APP_KEY, saved.to_owned());
+        eframe::get_value(&storage, eframe::APP_KEY)
+    }
+
+    /// What the version before the evidence walk saved (eframe writes RON): its own policy
+    /// names and `parent_block`.
+    const SAVED: &str = r#"(library:[(dir:"/data/contracts",sources:[])],current:Some("/data/contracts"),question:"fees?",controls:(policy:scar,lambda:0.2,gamma:0.7,window:1,parent_block:6,k:3,first_stage:dense),answer:(model:"smollm2",max_tokens:128))"#;
+
+    #[test]
+    fn settings_saved_by_an_older_version_load() {
+        let settings = load(SAVED).unwrap();
+        assert_eq!(settings.library[0].dir, PathBuf::from("/data/contracts"));
+        assert_eq!(settings.question, "fees?");
+        let controls = settings.controls;
+        assert_eq!(controls.policy.name(), "scar");
+        assert!((controls.gamma - 0.7).abs() < f32::EPSILON);
+        assert_eq!((controls.window, controls.block, controls.k), (1, 6, 3));
+        assert_eq!(controls.depth, Controls::default().depth);
+
+        // A policy this version does not know reads as the default; nothing else is lost.
+        let unknown = load(&SAVED.replace("policy:scar", "policy:sliding_window")).unwrap();
+        assert_eq!(unknown.controls.policy, Controls::default().policy);
+        assert_eq!(unknown.question, "fees?");
+
+        // What this version saves, it loads.
+        let mut storage = Memory::default();
+        eframe::set_value(&mut storage, eframe::APP_KEY, &settings);
+        assert_eq!(
+            eframe::get_value::<Settings>(&storage, eframe::APP_KEY),
+            Some(settings)
+        );
+    }
+}

@@ -49,7 +49,7 @@ pub(crate) struct Evidence {
     pub prepared: Prepared,
     /// The policy the controls describe.
     pub report: SearchReport,
-    /// Static ±1 on the same seeds: what SCAR is measured against.
+    /// Static ±1 on the same seeds: what the policy is measured against.
     pub baseline: SearchReport,
 }
 
@@ -144,7 +144,8 @@ impl ScarApp {
     }
 
     /// Changes the controls. A new k or first stage asks the worker for new seeds; anything
-    /// else re-runs the policy on the cached seeds at once.
+    /// else (the policy, λ, γ, the depth, the window, the block) re-runs the policy on the
+    /// cached seeds and rankings at once.
     pub fn set_controls(&mut self, controls: Controls) {
         let before = std::mem::replace(&mut self.settings.controls, controls);
         if before != controls && !before.seeds_differ(&controls) {
@@ -280,7 +281,7 @@ impl ScarApp {
         }
     }
 
-    /// Re-runs the policy on the cached seeds and embeddings: no model involved.
+    /// Re-runs the policy on the cached seeds, embeddings and rankings: no model involved.
     fn decide_again(&mut self) {
         let (Some(retriever), Some(evidence)) = (&self.retriever, &mut self.evidence) else {
             return;
@@ -503,7 +504,9 @@ impl ScarApp {
             &mut self.selected,
         );
         ui.separator();
-        if let Some(id) = crate::decisions::decisions_ui(ui, index, &evidence.report) {
+        if let Some(id) =
+            crate::decisions::decisions_ui(ui, index, &evidence.report, &evidence.prepared)
+        {
             self.select_chunk(id);
         }
     }

@@ -1,10 +1,15 @@
 //! The controls panel: policy, its parameters, k and the first stage, the ledger export, and
 //! the chat model that answers.
 
-use scar_retrieve::FirstStage;
+use scar_policy::PolicyKind;
+use scar_retrieve::{FirstStage, RANKING_DEPTH_PER_SEED};
 
 use crate::worker::Pick;
-use crate::{Controls, PolicyKind, ScarApp};
+use crate::{Controls, ScarApp};
+
+/// The deepest evidence walk the prepared rankings can serve (they reach
+/// [`RANKING_DEPTH_PER_SEED`] × k, enough for a depth of half that).
+const MAX_DEPTH: u32 = RANKING_DEPTH_PER_SEED as u32 / 2;
 
 impl ScarApp {
     pub(crate) fn controls_ui(&mut self, ui: &mut egui::Ui) {
@@ -22,13 +27,37 @@ impl ScarApp {
             }
         });
         ui.separator();
-        if ui
-            .button("Paper settings")
-            .on_hover_text("SCAR ±1 with λ = 0.1 and γ = 0.8 over 5 dense seeds")
-            .clicked()
-        {
-            controls = Controls::default();
-        }
+        ui.horizontal(|ui| {
+            let defaults = Controls::default();
+            if ui
+                .button("Defaults")
+                .on_hover_text(format!(
+                    "{} over {} {} seeds",
+                    defaults.policy(),
+                    defaults.k,
+                    defaults.first_stage
+                ))
+                .clicked()
+            {
+                controls = defaults;
+            }
+            let paper = Controls {
+                first_stage: FirstStage::Dense,
+                ..defaults.with_policy(PolicyKind::Scar)
+            };
+            if ui
+                .button("Paper's SCAR")
+                .on_hover_text(format!(
+                    "{} over {} {} seeds, as the paper ran it",
+                    paper.policy(),
+                    paper.k,
+                    paper.first_stage
+                ))
+                .clicked()
+            {
+                controls = paper;
+            }
+        });
         self.set_controls(controls);
         ui.separator();
         if ui
@@ -56,17 +85,33 @@ impl ScarApp {
     }
 }
 
+/// The policy menu, each kind named as it would run, and the parameters the chosen kind reads.
 fn policy_ui(ui: &mut egui::Ui, controls: &mut Controls) {
     ui.strong("Policy");
     ui.weak("Changes apply at once, on the cached seeds.");
-    egui::ComboBox::from_label("expansion")
-        .selected_text(controls.policy.label())
+    let mut kind = controls.policy;
+    egui::ComboBox::from_label("rule")
+        .width(ui.available_width() - 40.0)
+        .selected_text(controls.policy().to_string())
         .show_ui(ui, |ui| {
-            for kind in PolicyKind::ALL {
-                ui.selectable_value(&mut controls.policy, kind, kind.label());
+            for option in PolicyKind::ALL {
+                let name = controls.with_policy(option).policy().to_string();
+                ui.selectable_value(&mut kind, option, name);
             }
         });
-    let scar = controls.policy == PolicyKind::Scar;
+    if kind != controls.policy {
+        *controls = controls.with_policy(kind);
+    }
+    let is = |kinds: &[PolicyKind]| kinds.contains(&controls.policy);
+    let scar = is(&[PolicyKind::Scar]);
+    ui.add_enabled(
+        is(&[PolicyKind::Evidence]),
+        egui::Slider::new(&mut controls.depth, 1..=MAX_DEPTH).text("depth ×k"),
+    )
+    .on_hover_text(
+        "The evidence walk's bar: a neighbour joins when its dense and BM25 ranks, fused, beat \
+         a chunk ranked depth × k in both (and in the better half of the chunks searched)",
+    );
     ui.add_enabled(
         scar,
         egui::Slider::new(&mut controls.lambda, 0.0..=0.5).text("λ"),
@@ -77,14 +122,13 @@ fn policy_ui(ui: &mut egui::Ui, controls: &mut Controls) {
         egui::Slider::new(&mut controls.gamma, 0.05..=0.99).text("γ"),
     )
     .on_hover_text("The bar: a neighbour joins when S > γ·cos(q, c)");
-    let windowed = matches!(controls.policy, PolicyKind::Scar | PolicyKind::StaticWindow);
     ui.add_enabled(
-        windowed,
+        controls.policy.walks(),
         egui::Slider::new(&mut controls.window, 0..=3).text("window ±"),
     );
     ui.add_enabled(
-        controls.policy == PolicyKind::Parent,
-        egui::Slider::new(&mut controls.parent_block, 1..=16).text("block"),
+        is(&[PolicyKind::Parent, PolicyKind::Section]),
+        egui::Slider::new(&mut controls.block, 1..=16).text("block"),
     )
-    .on_hover_text("Chunks per block in documents without headings");
+    .on_hover_text("Chunks per parent block, and per section in documents without headings");
 }

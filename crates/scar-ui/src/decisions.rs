@@ -6,8 +6,10 @@ use std::collections::BTreeMap;
 use egui::{Color32, RichText};
 use scar_core::{ChunkId, Position};
 use scar_index::Index;
-use scar_policy::{NeighbourRecord, Outcome, Policy, SeedRecord, Side};
-use scar_retrieve::SearchReport;
+use scar_policy::{
+    NeighbourRecord, Outcome, Policy, RRF_K, Rankings, SeedRecord, Side, fused_score,
+};
+use scar_retrieve::{Prepared, SearchReport};
 
 use crate::file_name;
 
@@ -18,16 +20,29 @@ const REJECTED: Color32 = Color32::from_rgb(225, 70, 70);
 const OVER_BUDGET: Color32 = Color32::from_rgb(230, 160, 30);
 const PASSED_OVER: Color32 = Color32::from_rgb(130, 130, 140);
 
-/// An outcome's colour and its label; the label carries the meaning, the colour repeats it.
-pub(crate) fn outcome_style(outcome: Outcome) -> (Color32, &'static str) {
+/// An outcome's colour; the label carries the meaning, the colour repeats it.
+pub(crate) fn outcome_colour(outcome: Outcome) -> Color32 {
     match outcome {
-        Outcome::Accepted => (ACCEPTED, "✔ accepted"),
-        Outcome::Rejected => (REJECTED, "✖ rejected"),
-        Outcome::NotReached => (PASSED_OVER, "… not reached"),
-        Outcome::AlreadyInContext => (PASSED_OVER, "= already in context"),
-        Outcome::DocumentEdge => (PASSED_OVER, "| document edge"),
-        Outcome::OverBudget => (OVER_BUDGET, "$ over budget"),
+        Outcome::Accepted => ACCEPTED,
+        Outcome::Rejected => REJECTED,
+        Outcome::OverBudget => OVER_BUDGET,
+        Outcome::NotReached | Outcome::AlreadyInContext | Outcome::DocumentEdge => PASSED_OVER,
     }
+}
+
+/// The ledger's mark for an outcome, but ✔ and ✖ for its ✓ and ✗, which egui's default fonts
+/// lack.
+pub(crate) fn outcome_glyph(outcome: Outcome) -> char {
+    match outcome {
+        Outcome::Accepted => '✔',
+        Outcome::Rejected => '✖',
+        other => other.mark(),
+    }
+}
+
+/// An outcome as the view shows it: `✔ accepted`, `✖ rejected`, `· not reached`, ...
+pub(crate) fn outcome_text(outcome: Outcome) -> String {
+    format!("{} {}", outcome_glyph(outcome), outcome.label())
 }
 
 /// The context's size beside static ±1's on the same seeds: what the policy saved.
@@ -117,14 +132,124 @@ fn rows<'a>(index: &Index, report: &'a SearchReport) -> BTreeMap<Position, Row<'
     rows
 }
 
+/// How to read a ledger's scores: the rule that made them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Rule {
+    /// SCAR with its λ and γ: the scores are cosines.
+    Scar { lambda: f32, gamma: f32 },
+    /// The evidence walk: the scores are fused ranks, and the bar stands for a rank.
+    Evidence(BarRank),
+    /// A baseline: no score and no bar.
+    Baseline,
+}
+
+/// The evidence walk's bar as a rank D: a chunk ranked D in both lists scores exactly the bar,
+/// 2/(60 + D).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct BarRank {
+    rank: u32,
+    depth: u32,
+    seeds: usize,
+    /// The chunks searched; D stays within the better half of them.
+    scope: usize,
+}
+
+impl Rule {
+    /// The rule of `report`'s policy, over the rankings it read in `prepared`.
+    fn of(report: &SearchReport, prepared: &Prepared) -> Self {
+        match report.ledger.policy {
+            Policy::Scar { lambda, gamma, .. } => Self::Scar { lambda, gamma },
+            Policy::Evidence { depth, .. } => {
+                Self::Evidence(BarRank::of(&prepared.rankings, depth, prepared.seeds.len()))
+            }
+            Policy::TopK
+            | Policy::StaticWindow { .. }
+            | Policy::Parent { .. }
+            | Policy::Section { .. } => Self::Baseline,
+        }
+    }
+
+    fn is_evidence(&self) -> bool {
+        matches!(self, Self::Evidence(_))
+    }
+
+    /// Digits worth showing: SCAR's scores are cosines, the evidence walk's fused ranks, two
+    /// orders smaller.
+    fn digits(&self) -> usize {
+        if self.is_evidence() { 4 } else { 3 }
+    }
+
+    /// The gauge's full scale: a cosine of 1, or the fused score of a chunk first in both
+    /// lists.
+    fn scale(&self) -> f32 {
+        if self.is_evidence() {
+            fused_score(Some(1), Some(1))
+        } else {
+            1.0
+        }
+    }
+
+    /// The bar as the rows show it.
+    fn bar_text(&self, bar: f32) -> String {
+        let digits = self.digits();
+        match self {
+            Self::Evidence(d) => format!("bar {bar:.digits$} (ranked {} in both lists)", d.rank),
+            Self::Scar { .. } | Self::Baseline => format!("bar {bar:.digits$}"),
+        }
+    }
+
+    /// The bar's formula with its values.
+    fn bar_exact(&self, seed: &SeedRecord, bar: f32) -> String {
+        match self {
+            Self::Scar { gamma, .. } => format!(
+                "bar = γ·max(cos(q, c), 0) = {gamma}·{:.6} = {bar:.6}",
+                seed.query_cos.max(0.0)
+            ),
+            Self::Evidence(d) => format!(
+                "bar = 2/({RRF_K} + D) = 2/({RRF_K} + {}) = {bar:.6}\n{}",
+                d.rank,
+                d.derivation()
+            ),
+            Self::Baseline => format!("bar = {bar:.6}"),
+        }
+    }
+}
+
+impl BarRank {
+    fn of(rankings: &Rankings, depth: u32, seeds: usize) -> Self {
+        Self {
+            rank: rankings.evidence_rank(depth, seeds),
+            depth,
+            seeds,
+            scope: rankings.scope(),
+        }
+    }
+
+    /// Where D comes from: depth × seeds, unless that reaches past the better half of the
+    /// chunks searched.
+    fn derivation(&self) -> String {
+        let wanted = self.depth as usize * self.seeds;
+        let product = format!("depth × seeds = {} × {} = {wanted}", self.depth, self.seeds);
+        if wanted == self.rank as usize {
+            format!("D = {product}")
+        } else {
+            format!(
+                "D = {}: {product}, kept within the better half of the {} chunks searched",
+                self.rank, self.scope
+            )
+        }
+    }
+}
+
 /// Draws the rows; returns the chunk whose place was clicked, to show in the seam map.
 pub(crate) fn decisions_ui(
     ui: &mut egui::Ui,
     index: &Index,
     report: &SearchReport,
+    prepared: &Prepared,
 ) -> Option<ChunkId> {
     let mut clicked = None;
-    let policy = report.ledger.policy;
+    let rule = Rule::of(report, prepared);
     egui::ScrollArea::vertical()
         .auto_shrink(false)
         .show(ui, |ui| {
@@ -145,7 +270,7 @@ pub(crate) fn decisions_ui(
                     .on_hover_text(chunk.document.path.display().to_string());
                 }
                 let in_context = report.ledger.contains(row.id);
-                if row_ui(ui, &row, &chunk, in_context, &policy) {
+                if row_ui(ui, &row, &chunk, in_context, &rule) {
                     clicked = Some(row.id);
                 }
             }
@@ -158,7 +283,7 @@ fn row_ui(
     row: &Row<'_>,
     chunk: &scar_index::ChunkView<'_>,
     in_context: bool,
-    policy: &Policy,
+    rule: &Rule,
 ) -> bool {
     let accent = if row.seed.is_some() {
         SEED
@@ -167,7 +292,7 @@ fn row_ui(
     } else {
         row.decisions
             .first()
-            .map_or(PASSED_OVER, |(_, n)| outcome_style(n.outcome).0)
+            .map_or(PASSED_OVER, |(_, n)| outcome_colour(n.outcome))
     };
     let frame = egui::Frame::group(ui.style()).stroke(egui::Stroke::new(1.5, accent));
     frame
@@ -186,10 +311,10 @@ fn row_ui(
                 })
                 .inner;
             if let Some(seed) = row.seed {
-                seed_ui(ui, seed);
+                seed_ui(ui, seed, rule);
             }
             for (seed, neighbour) in &row.decisions {
-                neighbour_ui(ui, seed, neighbour, policy);
+                neighbour_ui(ui, seed, neighbour, rule);
             }
             let text = RichText::new(chunk.text.trim()).size(12.5);
             if in_context {
@@ -204,7 +329,7 @@ fn row_ui(
         .inner
 }
 
-fn seed_ui(ui: &mut egui::Ui, seed: &SeedRecord) {
+fn seed_ui(ui: &mut egui::Ui, seed: &SeedRecord, rule: &Rule) {
     ui.horizontal_wrapped(|ui| {
         ui.label(
             RichText::new(format!("seed #{}", seed.rank))
@@ -217,21 +342,31 @@ fn seed_ui(ui: &mut egui::Ui, seed: &SeedRecord) {
                 seed.query_cos, seed.score
             ));
         if let Some(bar) = seed.bar {
-            ui.label(format!("bar {bar:.3}"))
-                .on_hover_text(format!("bar = γ·max(cos(q, c), 0) = {bar:.6}"));
+            ui.label(rule.bar_text(bar))
+                .on_hover_text(rule.bar_exact(seed, bar));
         }
         if !seed.in_context {
-            let (colour, label) = outcome_style(Outcome::OverBudget);
-            ui.colored_label(colour, label);
+            let outcome = Outcome::OverBudget;
+            ui.colored_label(outcome_colour(outcome), outcome_text(outcome));
         }
     });
 }
 
-fn neighbour_ui(ui: &mut egui::Ui, seed: &SeedRecord, n: &NeighbourRecord, policy: &Policy) {
-    let (colour, label) = outcome_style(n.outcome);
-    let exact = exact_scores(seed, n, policy);
+/// A rank as the rows show it: `#12`, or `–` where the list did not reach the chunk.
+fn rank_text(rank: Option<u32>) -> String {
+    rank.map_or_else(|| "–".to_owned(), |rank| format!("#{rank}"))
+}
+
+fn neighbour_ui(ui: &mut egui::Ui, seed: &SeedRecord, n: &NeighbourRecord, rule: &Rule) {
+    let colour = outcome_colour(n.outcome);
+    let exact = exact_scores(seed, n, rule);
+    let digits = rule.digits();
     ui.horizontal_wrapped(|ui| {
-        ui.label(RichText::new(label).strong().color(colour));
+        ui.label(
+            RichText::new(outcome_text(n.outcome))
+                .strong()
+                .color(colour),
+        );
         let (arrow, relation) = match n.side {
             Side::Previous => ("◀", "before"),
             Side::Next => ("▶", "after"),
@@ -240,28 +375,49 @@ fn neighbour_ui(ui: &mut egui::Ui, seed: &SeedRecord, n: &NeighbourRecord, polic
             "{arrow} {} {relation} seed #{}",
             n.distance, seed.rank
         ));
-        let values = [
-            ("cos(q,n)", n.query_cos),
-            ("b", n.penalty),
-            ("S", n.score),
-            ("bar", n.bar),
-        ];
-        for (name, value) in values {
-            if let Some(value) = value {
-                ui.label(format!("{name} {value:.3}")).on_hover_text(&exact);
+        if let Some(seam) = n.seam {
+            ui.label(format!("cut: {}", seam.label()))
+                .on_hover_text(&exact);
+        }
+        let mut values = vec![n.query_cos.map(|q| format!("cos(q,n) {q:.3}"))];
+        if !rule.is_evidence() {
+            values.push(n.penalty.map(|b| format!("b {b:.3}")));
+        }
+        if n.id.is_some() {
+            values.push(Some(format!(
+                "dense {} bm25 {}",
+                rank_text(n.dense_rank),
+                rank_text(n.lexical_rank)
+            )));
+        }
+        if let (Some(score), Some(bar)) = (n.score, n.bar) {
+            if rule.is_evidence() {
+                let relation = if score > bar { ">" } else { "≤" };
+                values.push(Some(format!(
+                    "score {score:.digits$} {relation} {}",
+                    rule.bar_text(bar)
+                )));
+            } else {
+                values.push(Some(format!("S {score:.digits$}")));
+                values.push(Some(rule.bar_text(bar)));
             }
         }
+        for value in values.into_iter().flatten() {
+            ui.label(value).on_hover_text(&exact);
+        }
         if let Some(margin) = n.margin {
-            ui.label(RichText::new(format!("margin {margin:+.3}")).color(colour))
+            ui.label(RichText::new(format!("margin {margin:+.digits$}")).color(colour))
                 .on_hover_text(&exact);
         }
         if let (Some(score), Some(bar)) = (n.score, n.bar) {
-            gauge_ui(ui, score, bar, colour).on_hover_text(&exact);
+            let scale = rule.scale();
+            gauge_ui(ui, score / scale, bar / scale, colour).on_hover_text(&exact);
         }
     });
 }
 
-/// S against the bar on a 0–1 scale: a filled bar for S, a tick for the bar.
+/// A score against the bar, both as shares of the gauge's scale: a filled bar for the score, a
+/// tick for the bar.
 fn gauge_ui(ui: &mut egui::Ui, score: f32, bar: f32, colour: Color32) -> egui::Response {
     let (rect, response) = ui.allocate_exact_size(egui::vec2(90.0, 12.0), egui::Sense::hover());
     let x = |value: f32| rect.left() + rect.width() * value.clamp(0.0, 1.0);
@@ -276,29 +432,59 @@ fn gauge_ui(ui: &mut egui::Ui, score: f32, bar: f32, colour: Color32) -> egui::R
     response
 }
 
-/// Every number behind a decision, at full precision, with the rule that used it.
-fn exact_scores(seed: &SeedRecord, n: &NeighbourRecord, policy: &Policy) -> String {
+/// Every value behind a decision, at full precision, with the rule that used it.
+fn exact_scores(seed: &SeedRecord, n: &NeighbourRecord, rule: &Rule) -> String {
     let mut lines = Vec::new();
+    if let Some(seam) = n.seam {
+        lines.push(format!("cut crossed: {}", seam.label()));
+    }
     if let Some(q) = n.query_cos {
         lines.push(format!("cos(q, n) = {q:.6}"));
     }
     if let Some(b) = n.penalty {
         lines.push(format!("b(c, n) = 1 − cos(c, n) = {b:.6}"));
     }
-    if let (Policy::Scar { lambda, gamma, .. }, Some(q), Some(b), Some(s), Some(bar), Some(m)) =
-        (policy, n.query_cos, n.penalty, n.score, n.bar, n.margin)
-    {
-        lines.push(format!(
-            "S = cos(q, n) − λ·b = {q:.6} − {lambda}·{b:.6} = {s:.6}"
-        ));
-        lines.push(format!(
-            "bar = γ·cos(q, c) = {gamma}·{:.6} = {bar:.6}",
-            seed.query_cos
-        ));
-        let rule = if m > 0.0 { "S > bar" } else { "S ≤ bar" };
-        lines.push(format!("margin = S − bar = {m:+.6} ({rule})"));
+    if n.id.is_some() {
+        let rank = |rank: Option<u32>| {
+            rank.map_or_else(
+                || "none (the list did not reach it)".to_owned(),
+                |r| r.to_string(),
+            )
+        };
+        lines.push(format!("dense rank {}", rank(n.dense_rank)));
+        lines.push(format!("BM25 rank {}", rank(n.lexical_rank)));
     }
-    lines.push(outcome_style(n.outcome).1.to_owned());
+    if let (Some(s), Some(bar), Some(m)) = (n.score, n.bar, n.margin) {
+        match rule {
+            Rule::Scar { lambda, .. } => {
+                if let (Some(q), Some(b)) = (n.query_cos, n.penalty) {
+                    lines.push(format!(
+                        "S = cos(q, n) − λ·b = {q:.6} − {lambda}·{b:.6} = {s:.6}"
+                    ));
+                }
+            }
+            Rule::Evidence(_) | Rule::Baseline => {
+                let terms: Vec<String> = [n.dense_rank, n.lexical_rank]
+                    .into_iter()
+                    .flatten()
+                    .map(|rank| format!("1/({RRF_K} + {rank})"))
+                    .collect();
+                let sum = if terms.is_empty() {
+                    "0 (in neither list)".to_owned()
+                } else {
+                    terms.join(" + ")
+                };
+                lines.push(format!("score = {sum} = {s:.6}"));
+            }
+        }
+        lines.push(rule.bar_exact(seed, bar));
+        let name = if rule.is_evidence() { "score" } else { "S" };
+        let relation = if s > bar { ">" } else { "≤" };
+        lines.push(format!(
+            "margin = {name} − bar = {m:+.6} ({name} {relation} bar)"
+        ));
+    }
+    lines.push(outcome_text(n.outcome));
     lines.join("\n")
 }
 
@@ -311,10 +497,10 @@ mod tests {
             side: Side::Next,
             distance: 1,
             id: Some(ChunkId(4)),
-            seam: None,
+            seam: Some(scar_policy::SeamKind::MidSentence),
             query_cos: Some(0.655),
             penalty: Some(0.349),
-            dense_rank: None,
+            dense_rank: Some(12),
             lexical_rank: None,
             score: Some(0.6201),
             bar: Some(0.5566),
@@ -336,26 +522,73 @@ mod tests {
         }
     }
 
+    const SCAR: Rule = Rule::Scar {
+        lambda: Policy::PAPER_LAMBDA,
+        gamma: Policy::PAPER_GAMMA,
+    };
+
+    /// The evidence walk at depth 10 over 5 seeds among `scope` chunks.
+    fn evidence(scope: usize) -> Rule {
+        Rule::Evidence(BarRank::of(&Rankings::new([], [], 0, scope), 10, 5))
+    }
+
     #[test]
-    fn exact_scores_spell_out_the_rule() {
-        let text = exact_scores(&seed(), &record(Outcome::Accepted), &Policy::scar(1));
+    fn exact_scores_spell_out_scars_rule() {
+        let text = exact_scores(&seed(), &record(Outcome::Accepted), &SCAR);
+        assert!(text.contains("cut crossed: mid-sentence"));
+        assert!(text.contains("dense rank 12\nBM25 rank none (the list did not reach it)"));
         assert!(text.contains("S = cos(q, n) − λ·b = 0.655000 − 0.1·0.349000 = 0.620100"));
-        assert!(text.contains("bar = γ·cos(q, c) = 0.8·0.695750 = 0.556600"));
+        assert!(text.contains("bar = γ·max(cos(q, c), 0) = 0.8·0.695750 = 0.556600"));
         assert!(text.contains("margin = S − bar = +0.063500 (S > bar)"));
         assert!(text.ends_with("✔ accepted"));
+    }
+
+    #[test]
+    fn exact_scores_spell_out_the_evidence_walks_rule() {
+        let mut n = record(Outcome::Rejected);
+        (n.lexical_rank, n.score, n.bar, n.margin) =
+            (Some(31), Some(0.024_878), Some(0.018_182), Some(0.006_696));
+        let text = exact_scores(&seed(), &n, &evidence(2_000));
+        assert!(
+            text.contains("score = 1/(60 + 12) + 1/(60 + 31) = 0.024878"),
+            "{text}"
+        );
+        assert!(text.contains("bar = 2/(60 + D) = 2/(60 + 50) = 0.018182"));
+        assert!(text.contains("D = depth × seeds = 10 × 5 = 50"));
+        assert!(text.contains("margin = score − bar = +0.006696 (score > bar)"));
+        assert!(text.ends_with("✖ rejected"));
+
+        (n.dense_rank, n.lexical_rank) = (None, None);
+        let text = exact_scores(&seed(), &n, &evidence(60));
+        assert!(text.contains("score = 0 (in neither list)"));
+        assert!(text.contains(
+            "D = 30: depth × seeds = 10 × 5 = 50, kept within the better half of the 60 chunks \
+             searched"
+        ));
+    }
+
+    #[test]
+    fn the_evidence_walks_bar_reads_as_a_rank() {
+        let walk = evidence(2_000);
+        assert_eq!(
+            walk.bar_text(0.018_18),
+            "bar 0.0182 (ranked 50 in both lists)"
+        );
+        assert!((walk.scale() - 2.0 / 61.0).abs() < 1e-7);
+        assert_eq!(SCAR.bar_text(0.5566), "bar 0.557");
     }
 
     #[test]
     fn baselines_show_cosines_without_a_rule() {
         let mut n = record(Outcome::Accepted);
         (n.score, n.bar, n.margin) = (None, None, None);
-        let text = exact_scores(&seed(), &n, &Policy::StaticWindow { window: 1 });
+        let text = exact_scores(&seed(), &n, &Rule::Baseline);
         assert!(text.contains("cos(q, n) = 0.655000"));
         assert!(!text.contains("bar"));
     }
 
     #[test]
-    fn every_outcome_has_its_own_label() {
+    fn every_outcome_has_its_own_label_from_the_ledger() {
         let outcomes = [
             Outcome::Accepted,
             Outcome::Rejected,
@@ -365,11 +598,12 @@ mod tests {
             Outcome::OverBudget,
         ];
         let labels: std::collections::HashSet<_> =
-            outcomes.iter().map(|&o| outcome_style(o).1).collect();
+            outcomes.iter().map(|&o| outcome_text(o)).collect();
         assert_eq!(labels.len(), outcomes.len());
+        assert_eq!(outcome_text(Outcome::NotReached), "· not reached");
         assert_ne!(
-            outcome_style(Outcome::Accepted).0,
-            outcome_style(Outcome::Rejected).0
+            outcome_colour(Outcome::Accepted),
+            outcome_colour(Outcome::Rejected)
         );
     }
 }

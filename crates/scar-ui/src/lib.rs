@@ -6,8 +6,8 @@
 //! supplies native file dialogs through [`FileDialogs`]. Slow work (loading a model, embedding
 //! a question, answering it, indexing a folder, a dialog) runs on worker threads that report
 //! back through a channel and wake the UI with `request_repaint`, so the window never blocks.
-//! Moving a policy control re-runs the policy on the question's cached seeds and embeddings
-//! ([`scar_retrieve::Retriever::expand`]), which takes microseconds.
+//! Moving a policy control re-runs the policy on the question's cached seeds, embeddings and
+//! rankings ([`scar_retrieve::Retriever::expand`]), which takes microseconds.
 //!
 //! ```no_run
 //! use std::path::{Path, PathBuf};
@@ -45,7 +45,7 @@ pub use scar_embed::DeviceChoice;
 
 pub use app::ScarApp;
 pub use error::{Result, UiError};
-pub use settings::{AnswerSettings, Controls, LibraryEntry, PolicyKind, Settings};
+pub use settings::{AnswerSettings, Controls, LibraryEntry, Settings};
 
 /// Where the app finds models and keeps the indexes it creates; not persisted, the host
 /// decides.

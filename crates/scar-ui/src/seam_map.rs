@@ -1,14 +1,14 @@
 //! The seam map: a document as a strip of its chunks, the seams between them coloured by the
-//! continuity stored at indexing time, the question's seeds and neighbours marked on it, and a
-//! reader for the chunk clicked.
+//! continuity stored at indexing time and marked with where the cut fell, the question's seeds
+//! and neighbours marked on it, and a reader for the chunk clicked.
 
 use egui::{Color32, RichText, Sense, Stroke, vec2};
-use scar_core::ChunkId;
+use scar_core::{ChunkId, SeamKind, Side};
 use scar_index::Index;
 use scar_policy::Outcome;
 use scar_retrieve::SearchReport;
 
-use crate::decisions::{SEED, outcome_style};
+use crate::decisions::{SEED, outcome_colour, outcome_glyph, outcome_text};
 use crate::file_name;
 
 const CELL: egui::Vec2 = vec2(30.0, 30.0);
@@ -17,6 +17,8 @@ const SEAM_WIDTH: f32 = 9.0;
 const BREAK: Color32 = Color32::from_rgb(245, 150, 30);
 /// A seam the text runs straight through: high cos(c, next).
 const FLOW: Color32 = Color32::from_rgb(60, 70, 90);
+/// The line that marks where a cut fell, drawn over either colour.
+const CUT: Color32 = Color32::WHITE;
 
 /// What the question made of one chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,11 +47,11 @@ impl Mark {
     fn style(self) -> Option<(Color32, String, String)> {
         match self {
             Self::Seed(rank) => Some((SEED, format!("#{rank}"), format!("seed #{rank}"))),
-            Self::Decided(outcome) => {
-                let (colour, label) = outcome_style(outcome);
-                let icon = label.split(' ').next().unwrap_or_default().to_owned();
-                Some((colour, icon, label.to_owned()))
-            }
+            Self::Decided(outcome) => Some((
+                outcome_colour(outcome),
+                outcome_glyph(outcome).to_string(),
+                outcome_text(outcome),
+            )),
             Self::Untouched => None,
         }
     }
@@ -88,6 +90,7 @@ pub(crate) fn seam_map_ui(
             });
         legend_ui(ui);
     });
+    cut_legend_ui(ui);
     let ids: Vec<ChunkId> = shown.rows().map(ChunkId).collect();
     let per_line = ((ui.available_width() + SEAM_WIDTH) / (CELL.x + SEAM_WIDTH)).max(1.0) as usize;
     for line in ids.chunks(per_line) {
@@ -180,16 +183,45 @@ fn cell_ui(
     ))
 }
 
+/// The seam after chunk `id`: its colour is the continuity, its line where the cut fell.
 fn seam_ui(ui: &mut egui::Ui, index: &Index, id: ChunkId, continuity: f32) {
     let (rect, response) = ui.allocate_exact_size(vec2(SEAM_WIDTH, CELL.y), Sense::hover());
-    ui.painter()
-        .rect_filled(rect.shrink2(vec2(1.0, 0.0)), 1.0, seam_colour(continuity));
+    let kind = index.seam(id, Side::Next);
+    paint_seam(ui.painter(), rect, continuity, kind);
     let ordinal = index.position(id).ordinal;
+    let name = format!("cut ¶{ordinal}–¶{}", ordinal + 1);
+    let cut = kind.map_or_else(String::new, |kind| format!(": {}", kind.label()));
+    response
+        .widget_info(|| egui::WidgetInfo::labeled(egui::Role::Image, true, format!("{name}{cut}")));
     response.on_hover_text(format!(
-        "cos(¶{ordinal}, ¶{}) = {continuity:.4}\nb = 1 − cos = {:.4}",
+        "{name}{cut}\ncos(¶{ordinal}, ¶{}) = {continuity:.4}\nb = 1 − cos = {:.4}",
         ordinal + 1,
         1.0 - continuity
     ));
+}
+
+/// A seam in its continuity's colour with a line down the middle for where the cut fell.
+fn paint_seam(painter: &egui::Painter, rect: egui::Rect, continuity: f32, kind: Option<SeamKind>) {
+    painter.rect_filled(rect.shrink2(vec2(1.0, 0.0)), 1.0, seam_colour(continuity));
+    if let Some(kind) = kind {
+        painter.extend(cut_shapes(rect, kind));
+    }
+}
+
+/// The line for a cut of `kind` down the middle of `rect`: the harder the cut, the bolder the
+/// line, from dots inside a sentence to a thick line at a section change.
+fn cut_shapes(rect: egui::Rect, kind: SeamKind) -> Vec<egui::Shape> {
+    let x = rect.center().x;
+    let line = [
+        egui::pos2(x, rect.top() + 2.0),
+        egui::pos2(x, rect.bottom() - 2.0),
+    ];
+    match kind {
+        SeamKind::MidSentence => egui::Shape::dotted_line(&line, CUT, 4.0, 0.9),
+        SeamKind::SentenceEnd => egui::Shape::dashed_line(&line, Stroke::new(1.5, CUT), 4.0, 3.0),
+        SeamKind::ParagraphBreak => vec![egui::Shape::line_segment(line, Stroke::new(1.5, CUT))],
+        SeamKind::SectionChange => vec![egui::Shape::line_segment(line, Stroke::new(3.5, CUT))],
+    }
 }
 
 fn legend_ui(ui: &mut egui::Ui) {
@@ -198,6 +230,29 @@ fn legend_ui(ui: &mut egui::Ui) {
         let (rect, _) = ui.allocate_exact_size(vec2(12.0, 12.0), Sense::hover());
         ui.painter().rect_filled(rect, 2.0, seam_colour(value));
         ui.weak(name);
+    }
+}
+
+/// Each kind of cut beside its mark, on a seam of middling continuity; hover for what it means.
+fn cut_legend_ui(ui: &mut egui::Ui) {
+    ui.horizontal(|ui| {
+        ui.weak("cuts:");
+        for kind in SeamKind::ALL {
+            let (rect, mark) = ui.allocate_exact_size(vec2(SEAM_WIDTH, 18.0), Sense::hover());
+            paint_seam(ui.painter(), rect, 0.5, Some(kind));
+            let name = ui.weak(kind.label());
+            mark.union(name).on_hover_text(cut_meaning(kind));
+        }
+    });
+}
+
+/// Where a cut of `kind` fell, in words.
+fn cut_meaning(kind: SeamKind) -> &'static str {
+    match kind {
+        SeamKind::MidSentence => "dotted: the cut falls inside a sentence, which runs on",
+        SeamKind::SentenceEnd => "dashed: the cut falls after a sentence, within a paragraph",
+        SeamKind::ParagraphBreak => "a line: the cut falls at a blank line between paragraphs",
+        SeamKind::SectionChange => "a thick line: the next chunk opens with a heading",
     }
 }
 
@@ -212,5 +267,21 @@ mod tests {
         assert_eq!(seam_colour(0.95), FLOW);
         assert_ne!(seam_colour(0.5), BREAK);
         assert_ne!(seam_colour(0.5), FLOW);
+    }
+
+    #[test]
+    fn each_kind_of_cut_has_its_own_mark() {
+        let rect = egui::Rect::from_min_size(egui::Pos2::ZERO, CELL);
+        let marks: Vec<String> = SeamKind::ALL
+            .into_iter()
+            .map(|kind| format!("{:?}", cut_shapes(rect, kind)))
+            .collect();
+        for (i, mark) in marks.iter().enumerate() {
+            assert!(!cut_shapes(rect, SeamKind::ALL[i]).is_empty());
+            assert!(!marks[..i].contains(mark), "{:?}", SeamKind::ALL[i]);
+        }
+        let meanings: std::collections::HashSet<_> =
+            SeamKind::ALL.into_iter().map(cut_meaning).collect();
+        assert_eq!(meanings.len(), SeamKind::ALL.len());
     }
 }

@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 
 use scar_answer::DEFAULT_LLM;
-use scar_policy::{Options, Policy, PolicyError};
-use scar_retrieve::FirstStage;
-use serde::{Deserialize, Serialize};
+use scar_policy::{Options, Policy, PolicyError, PolicyKind, PolicySettings};
+use scar_retrieve::{DEFAULT_K, FirstStage};
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// The app's persisted state. Unknown or missing fields fall back to their defaults, so
 /// settings written by an older version still load.
@@ -62,89 +62,78 @@ impl LibraryEntry {
     }
 }
 
-/// Which expansion rule the controls describe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PolicyKind {
-    /// SCAR: λ, γ and the window.
-    #[default]
-    Scar,
-    /// Every neighbour within the window.
-    StaticWindow,
-    /// The seeds alone.
-    TopK,
-    /// The seed's heading section, or its block of chunks.
-    Parent,
-}
-
-impl PolicyKind {
-    /// Every kind, in the order the controls list them.
-    pub const ALL: [Self; 4] = [Self::Scar, Self::StaticWindow, Self::TopK, Self::Parent];
-
-    /// The name shown in the controls.
-    #[must_use]
-    pub fn label(self) -> &'static str {
-        match self {
-            Self::Scar => "SCAR",
-            Self::StaticWindow => "static window",
-            Self::TopK => "top-k",
-            Self::Parent => "parent section",
-        }
-    }
-}
-
 /// The live controls. Every policy keeps its parameters here, so switching policies and back
-/// loses nothing.
+/// loses nothing but the window, which each kind starts at its own default.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Controls {
-    /// The expansion rule.
+    /// The expansion rule. A name this version does not know (saved by another version) reads
+    /// as the default rather than failing the whole settings.
+    #[serde(deserialize_with = "kind_or_default")]
     pub policy: PolicyKind,
     /// SCAR's λ, the weight of the continuity penalty.
     pub lambda: f32,
     /// SCAR's γ, the bar as a share of the seed's relevance; in (0, 1).
     pub gamma: f32,
-    /// Neighbours considered on each side (SCAR and static window).
+    /// Neighbours considered on each side (the kinds that walk).
     pub window: u32,
-    /// Chunks per block for the parent policy in documents without headings.
-    pub parent_block: u32,
+    /// The evidence walk's depth, as a multiple of the number of seeds.
+    pub depth: u32,
+    /// Chunks per block: the parent's, and the section's in documents without headings.
+    #[serde(alias = "parent_block")]
+    pub block: u32,
     /// Seeds taken from the first stage.
     pub k: usize,
     /// How the seeds are found.
     pub first_stage: FirstStage,
 }
 
-/// The paper's SCAR(±1) over five dense seeds, as `scar search` defaults to.
+/// `scar search`'s defaults: the default policy at its own window, over
+/// [`DEFAULT_K`] seeds from the default first stage.
 impl Default for Controls {
     fn default() -> Self {
+        let settings = PolicySettings::default();
+        let policy = PolicyKind::default();
         Self {
-            policy: PolicyKind::Scar,
-            lambda: Policy::PAPER_LAMBDA,
-            gamma: Policy::PAPER_GAMMA,
-            window: 1,
-            parent_block: 4,
-            k: 5,
-            first_stage: FirstStage::Dense,
+            policy,
+            lambda: settings.lambda,
+            gamma: settings.gamma,
+            window: settings.window.unwrap_or_else(|| policy.default_window()),
+            depth: settings.depth,
+            block: settings.block,
+            k: DEFAULT_K,
+            first_stage: FirstStage::default(),
         }
     }
 }
 
 impl Controls {
+    /// The same controls with policy `kind` at its own default window.
+    #[must_use]
+    pub fn with_policy(self, kind: PolicyKind) -> Self {
+        Self {
+            policy: kind,
+            window: kind.default_window(),
+            ..self
+        }
+    }
+
+    /// The policy the controls describe, not yet validated.
+    #[must_use]
+    pub fn policy(&self) -> Policy {
+        let settings = PolicySettings {
+            lambda: self.lambda,
+            gamma: self.gamma,
+            window: Some(self.window),
+            block: self.block,
+            depth: self.depth,
+        };
+        Policy::from_kind(self.policy, &settings)
+    }
+
     /// The policy the controls describe, validated.
     pub fn options(&self) -> Result<Options, PolicyError> {
-        let window = self.window;
-        Options::new(match self.policy {
-            PolicyKind::Scar => Policy::Scar {
-                lambda: self.lambda,
-                gamma: self.gamma,
-                window,
-            },
-            PolicyKind::StaticWindow => Policy::StaticWindow { window },
-            PolicyKind::TopK => Policy::TopK,
-            PolicyKind::Parent => Policy::Parent {
-                block: self.parent_block,
-            },
-        })
+        Options::new(self.policy())
     }
 
     /// Whether `other` needs new seeds rather than a re-run of the policy on these.
@@ -154,16 +143,39 @@ impl Controls {
     }
 }
 
+/// Reads a policy kind by any name [`PolicyKind`] accepts, and an unknown one as the default.
+/// The name comes as an identifier, which both JSON (a string) and eframe's RON (a bare word)
+/// provide.
+fn kind_or_default<'de, D: Deserializer<'de>>(deserializer: D) -> Result<PolicyKind, D::Error> {
+    struct Name;
+    impl serde::de::Visitor<'_> for Name {
+        type Value = PolicyKind;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("the name of a policy")
+        }
+
+        fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<PolicyKind, E> {
+            Ok(name.parse().unwrap_or_default())
+        }
+    }
+    deserializer.deserialize_identifier(Name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn settings_from_an_older_version_keep_their_values_and_default_the_rest() {
-        let settings: Settings =
-            serde_json::from_str(r#"{"question": "fees?", "controls": {"gamma": 0.7}}"#).unwrap();
+        let settings: Settings = serde_json::from_str(
+            r#"{"question": "fees?", "controls": {"policy": "scar", "gamma": 0.7, "parent_block": 6}}"#,
+        )
+        .unwrap();
         assert_eq!(settings.question, "fees?");
+        assert_eq!(settings.controls.policy, PolicyKind::Scar);
         assert!((settings.controls.gamma - 0.7).abs() < f32::EPSILON);
+        assert_eq!(settings.controls.block, 6);
         assert_eq!(settings.controls.k, Controls::default().k);
         assert!(settings.library.is_empty());
         assert_eq!(settings.answer.model, DEFAULT_LLM);
@@ -171,29 +183,69 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_policy_name_falls_back_to_the_default_and_keeps_the_rest() {
+        let settings: Settings = serde_json::from_str(
+            r#"{"question": "fees?", "controls": {"policy": "sliding", "k": 3}}"#,
+        )
+        .unwrap();
+        assert_eq!(settings.controls.policy, PolicyKind::default());
+        assert_eq!(settings.controls.k, 3);
+        assert_eq!(settings.question, "fees?");
+        // The old spellings the command line accepts read as their kinds.
+        let old: Controls = serde_json::from_str(r#"{"policy": "static"}"#).unwrap();
+        assert_eq!(old.policy, PolicyKind::StaticWindow);
+    }
+
+    #[test]
+    fn settings_round_trip() {
+        let settings = Settings {
+            question: "fees?".to_owned(),
+            controls: Controls::default().with_policy(PolicyKind::Section),
+            ..Settings::default()
+        };
+        let json = serde_json::to_string(&settings).unwrap();
+        assert_eq!(serde_json::from_str::<Settings>(&json).unwrap(), settings);
+    }
+
+    #[test]
+    fn defaults_are_the_libraries_own() {
+        let controls = Controls::default();
+        assert_eq!(controls.policy(), Policy::default());
+        assert_eq!(controls.k, DEFAULT_K);
+        assert_eq!(controls.first_stage, FirstStage::default());
+    }
+
+    #[test]
     fn controls_describe_each_policy_with_its_own_parameters() {
-        let mut controls = Controls {
+        let controls = Controls {
             lambda: 0.2,
             gamma: 0.6,
-            window: 2,
+            depth: 4,
             ..Controls::default()
         };
         assert_eq!(
-            controls.options().unwrap().policy(),
-            Policy::Scar {
-                lambda: 0.2,
-                gamma: 0.6,
+            controls.policy(),
+            Policy::Evidence {
+                depth: 4,
                 window: 2
             }
         );
-        controls.policy = PolicyKind::StaticWindow;
+        let mut scar = controls.with_policy(PolicyKind::Scar);
         assert_eq!(
-            controls.options().unwrap().policy(),
-            Policy::StaticWindow { window: 2 }
+            scar.options().unwrap().policy(),
+            Policy::Scar {
+                lambda: 0.2,
+                gamma: 0.6,
+                window: 1
+            }
         );
-        controls.policy = PolicyKind::Scar;
-        controls.gamma = 1.0;
-        assert!(controls.options().is_err());
+        let wide = Controls {
+            window: 3,
+            ..controls.with_policy(PolicyKind::StaticWindow)
+        };
+        assert_eq!(wide.policy(), Policy::StaticWindow { window: 3 });
+        scar.gamma = 1.0;
+        assert!(scar.options().is_err());
     }
 
     #[test]

@@ -1,12 +1,15 @@
 use egui::Key;
+use egui::accesskit::Role;
 use egui_kittest::Harness;
-use egui_kittest::kittest::Queryable;
-use scar_policy::Outcome;
+use egui_kittest::kittest::{NodeT as _, Queryable};
+use scar_core::{ChunkId, SeamKind, Side};
+use scar_policy::{NeighbourRecord, Outcome, Policy};
 use scar_retrieve::SearchReport;
 use scar_ui::{Controls, ScarApp, Settings};
 
 use crate::common::{
-    KAYAK, Picks, asked_kayak, environment, example_index, harness, settle, step_until,
+    KAYAK, Picks, asked_kayak, environment, example_index, harness, one_seed, papers_scar, settle,
+    step_until,
 };
 
 /// A snapshot of the whole window, without the pointer and with the status line's timings
@@ -19,13 +22,18 @@ fn snapshot(harness: &mut Harness<'_, ScarApp>, name: &str) {
     harness.snapshot(name);
 }
 
-/// The labels a neighbour's row shows, as the ledger has them.
-fn score_labels(report: &SearchReport, outcome: Outcome) -> Vec<String> {
-    let record = report
+/// The first neighbour record with `outcome`.
+fn first(report: &SearchReport, outcome: Outcome) -> &NeighbourRecord {
+    report
         .ledger
         .neighbours()
         .find(|n| n.outcome == outcome)
-        .unwrap();
+        .unwrap()
+}
+
+/// The labels SCAR's row for a neighbour shows, as the ledger has them.
+fn scar_labels(report: &SearchReport, outcome: Outcome) -> Vec<String> {
+    let record = first(report, outcome);
     vec![
         format!("cos(q,n) {:.3}", record.query_cos.unwrap()),
         format!("b {:.3}", record.penalty.unwrap()),
@@ -34,37 +42,79 @@ fn score_labels(report: &SearchReport, outcome: Outcome) -> Vec<String> {
     ]
 }
 
+/// The outcome of the neighbour record that reached `id`.
+fn outcome_of(report: &SearchReport, id: ChunkId) -> Outcome {
+    report
+        .ledger
+        .neighbours()
+        .find(|n| n.id == Some(id))
+        .unwrap()
+        .outcome
+}
+
 #[test]
-fn asking_shows_each_decision_with_its_scores() {
+fn asking_shows_each_decision_with_its_signals() {
     let library = tempfile::tempdir().unwrap();
-    let mut harness = asked_kayak(1, library.path());
+    let mut harness = asked_kayak(one_seed(), library.path());
     let report = harness.state().report().unwrap().clone();
+    assert_eq!(report.ledger.policy, Policy::default());
     assert_eq!(report.ledger.count(Outcome::Accepted), 1);
-    assert_eq!(report.ledger.count(Outcome::Rejected), 1);
+    assert_eq!(report.ledger.count(Outcome::Rejected), 2);
+    assert_eq!(report.ledger.count(Outcome::NotReached), 1);
 
     // In its decision row and in the reader, which opens on the first seed.
     assert_eq!(harness.query_all_by_label("seed #1").count(), 2);
     harness.get_by_label(&format!("cos(q,c) {:.3}", report.ledger.seeds[0].query_cos));
     harness.get_by_label("✔ accepted");
-    harness.get_by_label("✖ rejected");
-    for outcome in [Outcome::Accepted, Outcome::Rejected] {
-        for label in score_labels(&report, outcome) {
-            harness.get_by_label(&label);
-        }
-    }
-    let bar = format!("bar {:.3}", report.ledger.seeds[0].bar.unwrap());
-    // Once for the seed, once per neighbour.
-    assert_eq!(harness.query_all_by_label(&bar).count(), 3);
+    assert_eq!(harness.query_all_by_label("✖ rejected").count(), 2);
+    harness.get_by_label("· not reached");
+    // 14 chunks in the example: the bar is a chunk ranked 7 in both lists (the better half),
+    // not 10 × 1.
+    harness.get_by_label(&format!(
+        "bar {:.4} (ranked 7 in both lists)",
+        report.ledger.seeds[0].bar.unwrap()
+    ));
+    // The continuation of the seed's cut sentence, and why it joins.
+    let accepted = first(&report, Outcome::Accepted);
+    assert_eq!(accepted.seam, Some(SeamKind::MidSentence));
+    harness.get_by_label("cut: mid-sentence");
+    harness.get_by_label(&format!(
+        "dense #{} bm25 #{}",
+        accepted.dense_rank.unwrap(),
+        accepted.lexical_rank.unwrap()
+    ));
+    harness.get_by_label(&format!(
+        "score {:.4} > bar {:.4} (ranked 7 in both lists)",
+        accepted.score.unwrap(),
+        accepted.bar.unwrap()
+    ));
+    harness.get_by_label(&format!("margin {:+.4}", accepted.margin.unwrap()));
+    let rejected = first(&report, Outcome::Rejected);
+    harness.get_by_label(&format!("cut: {}", rejected.seam.unwrap().label()));
+    harness.get_by_label(&format!(
+        "score {:.4} ≤ bar {:.4} (ranked 7 in both lists)",
+        rejected.score.unwrap(),
+        rejected.bar.unwrap()
+    ));
     harness.get_by_label_contains("saved 1 chunk");
     snapshot(&mut harness, "decisions");
 }
 
 #[test]
-fn raising_gamma_rejects_the_continuation_at_once() {
+fn raising_gamma_rejects_scars_continuation_at_once() {
     let library = tempfile::tempdir().unwrap();
-    let mut harness = asked_kayak(1, library.path());
+    let mut harness = asked_kayak(papers_scar(), library.path());
     let before = harness.state().report().unwrap().clone();
-    let accepted = score_labels(&before, Outcome::Accepted);
+    assert_eq!(before.ledger.policy, Policy::scar(1));
+    let accepted = scar_labels(&before, Outcome::Accepted);
+    for outcome in [Outcome::Accepted, Outcome::Rejected] {
+        for label in scar_labels(&before, outcome) {
+            harness.get_by_label(&label);
+        }
+    }
+    let bar = format!("bar {:.3}", before.ledger.seeds[0].bar.unwrap());
+    // Once for the seed, once per neighbour.
+    assert_eq!(harness.query_all_by_label(&bar).count(), 3);
     harness.get_by_label("✔ accepted");
 
     // The accepted neighbour's S (0.620) falls below the seed's bar at γ = 0.9 (0.626).
@@ -88,9 +138,88 @@ fn raising_gamma_rejects_the_continuation_at_once() {
 }
 
 #[test]
+fn the_depth_control_reruns_the_evidence_walk_on_the_cached_rankings() {
+    let library = tempfile::tempdir().unwrap();
+    let mut harness = asked_kayak(one_seed(), library.path());
+    let before = harness.state().report().unwrap().clone();
+    let continuation = first(&before, Outcome::Accepted).id.unwrap();
+
+    // Fused, its ranks (dense #2, BM25 #3) beat a chunk ranked 3 in both lists, not one ranked
+    // 2.
+    harness
+        .get_by_role_and_label(Role::Slider, "depth ×k")
+        .set_value_accesskit(2.0);
+    harness.run_steps(2);
+    assert_eq!(harness.state().controls().depth, 2);
+    assert!(!harness.state().is_busy(), "no new embedding was asked for");
+    let after = harness.state().report().unwrap();
+    assert!((after.timings.embed_ms - before.timings.embed_ms).abs() < f64::EPSILON);
+    assert_eq!(outcome_of(after, continuation), Outcome::Rejected);
+    let bar = format!(
+        "bar {:.4} (ranked 2 in both lists)",
+        after.ledger.seeds[0].bar.unwrap()
+    );
+    assert!(harness.query_by_label("✔ accepted").is_none());
+    // The seed's bar, and every neighbour's score against it (none beats it now).
+    harness.get_by_label(&bar);
+    assert_eq!(
+        harness
+            .query_all_by_label_contains(&format!("≤ {bar}"))
+            .filter(|node| node.accesskit_node().role() == Role::Label)
+            .count(),
+        after
+            .ledger
+            .neighbours()
+            .filter(|n| n.score.zip(n.bar).is_some_and(|(s, b)| s <= b))
+            .count()
+    );
+
+    // A deeper walk never takes less.
+    let mut context = 0;
+    for depth in 1..=10 {
+        let controls = Controls {
+            depth,
+            ..*harness.state().controls()
+        };
+        harness.state_mut().set_controls(controls);
+        let report = harness.state().report().unwrap();
+        assert!(report.ledger.context.len() >= context, "depth {depth}");
+        context = report.ledger.context.len();
+        let joined = outcome_of(report, continuation) == Outcome::Accepted;
+        assert_eq!(joined, depth >= 3, "depth {depth}");
+    }
+}
+
+#[test]
+fn the_seam_map_marks_where_each_cut_fell() {
+    let library = tempfile::tempdir().unwrap();
+    let harness = asked_kayak(one_seed(), library.path());
+    let index = scar_index::Index::open(example_index()).unwrap();
+    // The map opens on the first seed's document.
+    let seed = harness.state().report().unwrap().ledger.seeds[0].id;
+    let slot = index.position(seed).document;
+    let document = index.documents().iter().find(|d| d.slot == slot).unwrap();
+    let mut kinds = std::collections::BTreeSet::new();
+    for id in document.rows().map(ChunkId) {
+        let Some(kind) = index.seam(id, Side::Next) else {
+            continue;
+        };
+        let ordinal = index.position(id).ordinal;
+        let label = format!("cut ¶{ordinal}–¶{}: {}", ordinal + 1, kind.label());
+        harness.get_by_role_and_label(Role::Image, &label);
+        kinds.insert(kind);
+    }
+    assert!(kinds.len() >= 3, "the handbook has only {kinds:?}");
+    // The legend names every kind.
+    for kind in SeamKind::ALL {
+        harness.get_by_label(kind.label());
+    }
+}
+
+#[test]
 fn a_new_k_embeds_again_on_the_worker() {
     let library = tempfile::tempdir().unwrap();
-    let mut harness = asked_kayak(1, library.path());
+    let mut harness = asked_kayak(one_seed(), library.path());
     let controls = Controls {
         k: 3,
         ..*harness.state().controls()
@@ -107,7 +236,7 @@ fn a_new_k_embeds_again_on_the_worker() {
 #[test]
 fn clicking_a_chunk_in_the_seam_map_opens_it_in_the_reader() {
     let library = tempfile::tempdir().unwrap();
-    let mut harness = asked_kayak(1, library.path());
+    let mut harness = asked_kayak(one_seed(), library.path());
     let index = scar_index::Index::open(example_index()).unwrap();
     let rejected = harness
         .state()
@@ -123,9 +252,7 @@ fn clicking_a_chunk_in_the_seam_map_opens_it_in_the_reader() {
     let first_line = chunk.text.trim().lines().next().unwrap();
     assert!(harness.query_by_label_contains(first_line).is_none());
 
-    harness
-        .get_by_role_and_label(egui::accesskit::Role::Button, &cell)
-        .click();
+    harness.get_by_role_and_label(Role::Button, &cell).click();
     harness.run_steps(2);
     harness.get_by_label_contains(first_line);
     snapshot(&mut harness, "seam_map_reader");
@@ -145,10 +272,7 @@ fn enter_asks_the_question_in_the_box() {
     assert!(harness.state().report().is_none());
 
     // The question box comes first; the chat model's name is the other text field.
-    let question = harness
-        .query_all_by_role(egui::accesskit::Role::TextInput)
-        .next()
-        .unwrap();
+    let question = harness.query_all_by_role(Role::TextInput).next().unwrap();
     question.focus();
     question.type_text(KAYAK);
     harness.run_steps(1);
@@ -232,11 +356,11 @@ fn adding_a_folder_indexes_it_in_the_background_and_lists_unreadable_files() {
 #[test]
 fn answering_streams_text_whose_citations_open_their_chunks() {
     let library = tempfile::tempdir().unwrap();
-    let mut harness = asked_kayak(1, library.path());
+    let mut harness = asked_kayak(one_seed(), library.path());
     assert!(harness.query_by_label_contains("prompt ").is_none());
 
     harness
-        .get_by_role_and_label(egui::accesskit::Role::Button, "Answer")
+        .get_by_role_and_label(Role::Button, "Answer")
         .click();
     harness.run_steps(2);
     assert!(harness.state().is_answering());
@@ -261,7 +385,7 @@ fn answering_streams_text_whose_citations_open_their_chunks() {
         // Open another chunk first, so that the citation has somewhere to move the reader.
         let other = u32::from(source.ordinal == 0);
         harness
-            .get_by_role_and_label(egui::accesskit::Role::Button, &format!("¶{other}"))
+            .get_by_role_and_label(Role::Button, &format!("¶{other}"))
             .click();
         harness.run_steps(2);
         assert_ne!(harness.state().selected_chunk(), Some(source.chunk));
@@ -276,7 +400,7 @@ fn answering_streams_text_whose_citations_open_their_chunks() {
 
     // The answer belongs to the report it came from: a new verdict clears it.
     let controls = Controls {
-        gamma: 0.9,
+        depth: 2,
         ..*harness.state().controls()
     };
     harness.state_mut().set_controls(controls);
@@ -304,7 +428,7 @@ fn a_missing_chat_model_is_reported_in_the_answer_panel() {
     let mut harness = harness(app);
     settle(&mut harness);
     harness
-        .get_by_role_and_label(egui::accesskit::Role::Button, "Answer")
+        .get_by_role_and_label(Role::Button, "Answer")
         .click();
     harness.run_steps(1);
     step_until(&mut harness, |harness| !harness.state().is_answering());

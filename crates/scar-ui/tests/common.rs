@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 use egui_kittest::Harness;
 use scar_embed::{EmbedOptions, Embedder, ModelLocator};
 use scar_index::{IndexOptions, index_paths};
-use scar_ui::{DeviceChoice, Environment, FileDialogs, ScarApp, Settings};
+use scar_policy::PolicyKind;
+use scar_retrieve::FirstStage;
+use scar_ui::{Controls, DeviceChoice, Environment, FileDialogs, ScarApp, Settings};
 
 pub const MODEL: &str = "all-MiniLM-L6-v2";
 /// Its evidence straddles chunks 3 and 4 of ferry-handbook.md.
@@ -83,10 +85,30 @@ pub fn harness(app: ScarApp) -> Harness<'static, ScarApp> {
         .build_ui_state(|ui, app: &mut ScarApp| app.ui(ui), app)
 }
 
-/// The app on the example index with k seeds, the kayak question asked and its evidence shown.
-pub fn asked_kayak(k: usize, library_dir: &Path) -> Harness<'static, ScarApp> {
-    let mut settings = Settings::default();
-    settings.controls.k = k;
+/// The default controls with one seed: ¶3 of ferry-handbook.md for the kayak question.
+pub fn one_seed() -> Controls {
+    Controls {
+        k: 1,
+        ..Controls::default()
+    }
+}
+
+/// The paper's SCAR ±1 over one dense seed.
+pub fn papers_scar() -> Controls {
+    Controls {
+        k: 1,
+        first_stage: FirstStage::Dense,
+        ..Controls::default().with_policy(PolicyKind::Scar)
+    }
+}
+
+/// The app on the example index with `controls`, the kayak question asked and its evidence
+/// shown.
+pub fn asked_kayak(controls: Controls, library_dir: &Path) -> Harness<'static, ScarApp> {
+    let settings = Settings {
+        controls,
+        ..Settings::default()
+    };
     let picks = Picks {
         folder: None,
         save_path: None,
