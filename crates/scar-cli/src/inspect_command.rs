@@ -121,15 +121,16 @@ fn print_summary(index: &Index) -> Result<()> {
         index.documents().len(),
         index.len()
     );
-    match index.hnsw() {
-        Some(graph) => outln!(
+    if let Some(graph) = index.hnsw() {
+        outln!(
             "dense search: HNSW graph over {} chunks (connectivity {}, expansion {}/{}), the rest exact",
             graph.rows,
             graph.params.connectivity,
             graph.params.expansion_add,
             graph.params.expansion_search
-        ),
-        None => outln!("dense search: exact"),
+        );
+    } else {
+        outln!("dense search: exact");
     }
     for document in index.documents() {
         outln!(

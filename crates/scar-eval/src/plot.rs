@@ -155,6 +155,8 @@ fn panel(
     if text {
         mesh.x_desc("mean unique chunks (log scale)")
             .y_desc("recall")
+            .x_labels(9)
+            .light_line_style(WHITE)
             .label_style((FONT, 14));
     } else {
         mesh.x_labels(0).y_labels(0);
@@ -196,7 +198,9 @@ fn panel(
             chart.draw_series([ring]).map_err(|e| fail(&e))?;
         }
     }
-    if text {
+    // One legend, on the boundary panel, where the lower right stays empty (the atomic panel's
+    // narrower recall range leaves no corner free); both panels use the same colours.
+    if text && group == Group::Boundary {
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::LowerRight)
