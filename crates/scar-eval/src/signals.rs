@@ -132,24 +132,14 @@ fn split(rows: &[&NeighbourRow], signal: Signal) -> (Vec<f64>, Vec<f64>) {
 /// (the Mann-Whitney form of the ROC AUC).
 #[must_use]
 pub fn auc(positives: &[f64], negatives: &[f64]) -> f64 {
-    let mut all: Vec<(f64, bool)> = positives
-        .iter()
-        .map(|&v| (v, true))
-        .chain(negatives.iter().map(|&v| (v, false)))
-        .collect();
-    all.sort_by(|a, b| a.0.total_cmp(&b.0));
-    // Sum of the positives' mid-ranks (from 1), ties sharing their average rank.
+    // Sum of the positives' mid-ranks (from 1, ascending), ties sharing their average rank.
     let mut rank_sum = 0.0;
-    let mut i = 0;
-    while i < all.len() {
-        let j = all[i..]
-            .iter()
-            .take_while(|x| x.0.total_cmp(&all[i].0).is_eq())
-            .count()
-            + i;
-        let mid_rank = (i + 1 + j) as f64 / 2.0;
-        rank_sum += mid_rank * all[i..j].iter().filter(|x| x.1).count() as f64;
-        i = j;
+    let mut below = 0;
+    let all = labelled(positives, negatives, false);
+    for tied in all.chunk_by(same_value) {
+        let mid_rank = (2 * below + tied.len() + 1) as f64 / 2.0;
+        rank_sum += mid_rank * tied.iter().filter(|x| x.1).count() as f64;
+        below += tied.len();
     }
     let (p, n) = (positives.len() as f64, negatives.len() as f64);
     (rank_sum - p * (p + 1.0) / 2.0) / (p * n)
@@ -159,33 +149,36 @@ pub fn auc(positives: &[f64], negatives: &[f64]) -> f64 {
 /// from (0, 0) to (1, 1).
 #[must_use]
 pub fn roc(positives: &[f64], negatives: &[f64]) -> Vec<(f64, f64)> {
+    let (p, n) = (positives.len() as f64, negatives.len() as f64);
+    let mut curve = vec![(0.0, 0.0)];
+    let (mut tp, mut fp) = (0.0, 0.0);
+    let all = labelled(positives, negatives, true);
+    for tied in all.chunk_by(same_value) {
+        let hits = tied.iter().filter(|x| x.1).count() as f64;
+        tp += hits;
+        fp += tied.len() as f64 - hits;
+        curve.push((fp / n, tp / p));
+    }
+    curve
+}
+
+/// Every value labelled (true for a positive) and sorted, highest first when `descending`.
+fn labelled(positives: &[f64], negatives: &[f64], descending: bool) -> Vec<(f64, bool)> {
     let mut all: Vec<(f64, bool)> = positives
         .iter()
         .map(|&v| (v, true))
         .chain(negatives.iter().map(|&v| (v, false)))
         .collect();
-    all.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let (p, n) = (positives.len() as f64, negatives.len() as f64);
-    let mut curve = vec![(0.0, 0.0)];
-    let (mut tp, mut fp) = (0.0, 0.0);
-    let mut i = 0;
-    while i < all.len() {
-        let j = all[i..]
-            .iter()
-            .take_while(|x| x.0.total_cmp(&all[i].0).is_eq())
-            .count()
-            + i;
-        for x in &all[i..j] {
-            if x.1 {
-                tp += 1.0;
-            } else {
-                fp += 1.0;
-            }
-        }
-        curve.push((fp / n, tp / p));
-        i = j;
-    }
-    curve
+    all.sort_by(|a, b| {
+        let order = a.0.total_cmp(&b.0);
+        if descending { order.reverse() } else { order }
+    });
+    all
+}
+
+/// AUC and ROC both treat a run of equal values as one step.
+fn same_value(a: &(f64, bool), b: &(f64, bool)) -> bool {
+    a.0.total_cmp(&b.0).is_eq()
 }
 
 fn quartiles(values: &[f64]) -> Quartiles {
