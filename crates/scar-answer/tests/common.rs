@@ -6,8 +6,7 @@ use scar_embed::DeviceChoice;
 
 /// The test model, installed by `scripts/fetch-test-models`.
 pub fn model_path() -> PathBuf {
-    let models = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models");
-    LlmLocator::from_env(models)
+    LlmLocator::from_env(scar_test_support::models_dir())
         .offline(true)
         .locate(scar_answer::DEFAULT_LLM)
         .unwrap()

@@ -1,51 +1,11 @@
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, ExitStatus};
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use scar_embed::{DeviceChoice, EmbedOptions, Embedder, ModelLocator};
-use scar_index::{IndexOptions, index_paths};
-
-const MODEL: &str = "all-MiniLM-L6-v2";
 const KAYAK: &str = "What does it cost to take my kayak on the ferry?";
 /// The window's size in points (`WINDOW_SIZE` in main.rs); Xvfb's scale is 1.
 const WINDOW: (u32, u32) = (1400, 900);
-
-fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// assets/example indexed with `all-MiniLM-L6-v2` into a folder named `example`, as scar-ui's
-/// tests do.
-fn example_index() -> PathBuf {
-    let example = workspace().join("assets/example").canonicalize().unwrap();
-    let mut hasher = std::hash::DefaultHasher::new();
-    std::hash::Hash::hash(&example, &mut hasher);
-    let checkout = format!("scar-app-{:016x}", std::hash::Hasher::finish(&hasher));
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(checkout)
-        .join("example");
-    let files = ModelLocator::from_env(workspace().join("models"))
-        .locate(MODEL)
-        .unwrap();
-    let options = EmbedOptions {
-        device: DeviceChoice::Cpu,
-        ..EmbedOptions::default()
-    };
-    let embedder = Embedder::load(&files, &options).unwrap();
-    let report = index_paths(
-        &dir,
-        &[example],
-        &embedder,
-        &IndexOptions::default(),
-        &mut |_| {},
-        &AtomicBool::new(false),
-    )
-    .unwrap();
-    assert!(report.is_complete(), "{report:?}");
-    dir
-}
 
 /// `scar-app` with the test model and its saved state kept in `home`.
 fn scar_app(home: &Path) -> Command {
@@ -54,7 +14,7 @@ fn scar_app(home: &Path) -> Command {
         command.env_remove(key);
     }
     command
-        .env("SCAR_MODELS_DIR", workspace().join("models"))
+        .env("SCAR_MODELS_DIR", scar_test_support::models_dir())
         .env("SCAR_DEVICE", "cpu")
         .env("HF_HUB_OFFLINE", "1")
         .env("HOME", home)
@@ -138,7 +98,8 @@ fn help_documents_the_screenshot_flags() {
 fn a_screenshot_run_shows_the_decisions_in_a_real_window() {
     let home = tempfile::tempdir().unwrap();
     let png = home.path().join("decisions.png");
-    let Some((status, stderr)) = screenshot(home.path(), &example_index(), &png) else {
+    let Some((status, stderr)) = screenshot(home.path(), scar_test_support::example_index(), &png)
+    else {
         return;
     };
     assert!(status.success(), "scar-app failed:\n{stderr}");

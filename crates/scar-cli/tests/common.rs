@@ -2,9 +2,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-pub fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+pub use scar_test_support::{example_index, workspace};
 
 /// `scar` with the test model, an empty config and no stray `SCAR_*` settings.
 pub fn scar(index: &Path) -> Command {
@@ -14,7 +12,7 @@ pub fn scar(index: &Path) -> Command {
     }
     command
         .env("SCAR_CONFIG", "/nonexistent/scar-config.toml")
-        .env("SCAR_MODEL", "all-MiniLM-L6-v2")
+        .env("SCAR_MODEL", scar_test_support::MINILM)
         .env("SCAR_MODELS_DIR", workspace().join("models"))
         .env("SCAR_DEVICE", "cpu")
         .env("HF_HUB_OFFLINE", "1")
@@ -52,42 +50,15 @@ pub fn run(command: &mut Command) -> Output {
     output
 }
 
-/// RFC 9293 indexed once per checkout (incremental, so reruns are instant); the folder is named
-/// after the corpus's location so that another checkout never shares it.
+/// RFC 9293 indexed by `scar index` once per checkout (incremental, so reruns are instant).
 pub fn rfc_index() -> &'static Path {
     static INDEX: OnceLock<PathBuf> = OnceLock::new();
     INDEX.get_or_init(|| {
-        let rfc = workspace()
-            .join("../shared/data/corpora/rfc9293.txt")
-            .canonicalize()
-            .unwrap();
-        let name = format!("rfc9293-minilm-index-{:016x}", path_hash(&rfc));
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+        let dir = scar_test_support::scratch_dir("rfc9293-minilm-index");
+        let rfc = scar_test_support::corpora().join("rfc9293.txt");
         run(scar(&dir).arg("index").arg(rfc).arg("--json"));
         dir
     })
-}
-
-/// The example shipped in `assets/example`, indexed once per checkout.
-pub fn example_index() -> &'static Path {
-    static INDEX: OnceLock<PathBuf> = OnceLock::new();
-    INDEX.get_or_init(|| {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
-            "example-minilm-index-{:016x}",
-            path_hash(&workspace())
-        ));
-        run(scar(&dir)
-            .arg("index")
-            .arg(workspace().join("assets/example"))
-            .arg("--json"));
-        dir
-    })
-}
-
-fn path_hash(path: &Path) -> u64 {
-    let mut hasher = std::hash::DefaultHasher::new();
-    std::hash::Hash::hash(&path.canonicalize().unwrap(), &mut hasher);
-    std::hash::Hasher::finish(&hasher)
 }
 
 pub fn search_json(index: &Path, query: &str, extra: &[&str]) -> serde_json::Value {

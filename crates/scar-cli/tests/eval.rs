@@ -19,7 +19,7 @@ fn quick_eval(out: &str, extra: &[&str]) -> (Value, std::path::PathBuf) {
         .args(["eval", "--quick", "--json", "--k", "5"])
         .args([
             "--corpus".as_ref(),
-            workspace().join("../shared/data/corpora").as_os_str(),
+            scar_test_support::corpora().as_os_str(),
             "--benchmark".as_ref(),
             workspace()
                 .join("assets/benchmarks/rfc9293.json")

@@ -4,10 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use scar_eval::{Benchmark, resolve};
-
-fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use scar_test_support::{corpora, workspace};
 
 fn benchmark_files() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = fs_err::read_dir(workspace().join("assets/benchmarks"))
@@ -21,7 +18,7 @@ fn benchmark_files() -> Vec<PathBuf> {
 
 #[test]
 fn every_span_is_its_answer() {
-    let corpora = workspace().join("../shared/data/corpora");
+    let corpora = corpora();
     let files = benchmark_files();
     assert!(
         files.iter().any(|f| f.ends_with("all.json")),
@@ -60,7 +57,7 @@ fn every_span_is_its_answer() {
 
 #[test]
 fn every_benchmark_resolves_without_problems() {
-    let corpora = workspace().join("../shared/data/corpora");
+    let corpora = corpora();
     for file in benchmark_files() {
         let benchmark = Benchmark::load(&file).unwrap();
         let resolved = resolve(&benchmark, &file, &corpora, None).unwrap();

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use scar_index::{Index, IndexOptions, LoadOptions};
 
-use crate::common::{assert_consistent, index, minilm};
+use crate::common::{assert_consistent, index, tiny_bert};
 
 fn write(dir: &Path, name: &str, bytes: impl AsRef<[u8]>) {
     std::fs::write(dir.join(name), bytes).unwrap();
@@ -61,7 +61,7 @@ fn bad_files_are_reported_and_the_rest_is_indexed() {
     std::os::unix::fs::symlink(d, sub.join("back-to-top")).unwrap();
 
     let dir = tempfile::tempdir().unwrap();
-    let embedder = minilm();
+    let embedder = tiny_bert();
     let options = IndexOptions {
         load: LoadOptions {
             max_file_bytes: 2 * 1024 * 1024,

@@ -1,32 +1,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
-use scar_embed::{DeviceChoice, EmbedOptions, Embedder, ModelFiles};
+use scar_embed::Embedder;
 use scar_index::{Index, IndexOptions, IndexReport, index_paths};
-
-pub fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The shared data folder beside the project.
-pub fn corpora() -> PathBuf {
-    workspace().join("../shared/data/corpora")
-}
-
-/// all-MiniLM-L6-v2 as `scripts/fetch-test-models` installs it.
-pub fn minilm() -> Embedder {
-    let dir = workspace().join("models/all-MiniLM-L6-v2");
-    let files = ModelFiles::from_dir("sentence-transformers/all-MiniLM-L6-v2", &dir)
-        .unwrap_or_else(|e| panic!("{e}: run scripts/fetch-test-models first"));
-    Embedder::load(
-        &files,
-        &EmbedOptions {
-            device: DeviceChoice::Cpu,
-            ..EmbedOptions::default()
-        },
-    )
-    .unwrap()
-}
+pub use scar_test_support::{corpora, tiny_bert};
 
 pub fn index(
     dir: &Path,

@@ -2,12 +2,12 @@
 
 use scar_index::{Index, IndexOptions};
 
-use crate::common::{assert_consistent, corpora, index, minilm};
+use crate::common::{assert_consistent, corpora, index, tiny_bert};
 
 #[test]
 fn all_corpora_index_and_map_back_exactly() {
     let dir = tempfile::tempdir().unwrap();
-    let embedder = minilm();
+    let embedder = tiny_bert();
     let report = index(
         dir.path(),
         &[corpora()],

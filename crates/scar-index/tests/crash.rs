@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use scar_index::{Index, IndexOptions};
 
-use crate::common::{assert_consistent, index, minilm, small_corpus};
+use crate::common::{assert_consistent, index, small_corpus, tiny_bert};
 
 const DOCS: &str = "SCAR_CRASH_TEST_DOCS";
 const INDEX: &str = "SCAR_CRASH_TEST_INDEX";
@@ -27,13 +27,13 @@ fn indexing_child() {
         embed_batch_chunks: 8,
         ..IndexOptions::default()
     };
-    index(dir.as_ref(), &[PathBuf::from(docs)], &minilm(), &options);
+    index(dir.as_ref(), &[PathBuf::from(docs)], &tiny_bert(), &options);
 }
 
 #[test]
 fn killed_indexing_never_corrupts_the_index() {
     let docs = tempfile::tempdir().unwrap();
-    small_corpus(docs.path(), 60, 3000);
+    small_corpus(docs.path(), 150, 3000);
     let dir = tempfile::tempdir().unwrap();
     let spawn = || {
         Command::new(std::env::current_exe().unwrap())
@@ -51,22 +51,32 @@ fn killed_indexing_never_corrupts_the_index() {
             .spawn()
             .unwrap()
     };
-    // A fixed pseudo-random sequence: reproducible kill times between 0.3 and 2.3 s.
+    // Kill times spread over an uninterrupted run's length, so that the kills land in every
+    // phase (start-up, embedding, commits) whatever the machine's speed.
+    let started = Instant::now();
+    assert!(spawn().wait().unwrap().success());
+    let mut full_run = started.elapsed();
+    std::fs::remove_dir_all(dir.path()).unwrap();
+    std::fs::create_dir(dir.path()).unwrap();
+    // A fixed pseudo-random sequence: reproducible kill times between 5% and 85% of a run.
     let mut state: u64 = 0x5EED;
     let mut kills = 0;
     let mut finished_early = 0;
-    let started = Instant::now();
     while kills < 20 {
         state = state
             .wrapping_mul(6_364_136_223_846_793_005)
             .wrapping_add(1_442_695_040_888_963_407);
-        let delay = Duration::from_millis(300 + (state >> 33) % 2000);
+        let share = 0.05 + 0.8 * ((state >> 33) % 1000) as f64 / 1000.0;
+        let delay = full_run.mul_f64(share);
         let mut child = spawn();
         std::thread::sleep(delay);
         if child.try_wait().unwrap().is_some() {
+            // Runs are shorter than the one measured (it shared the machine with other tests):
+            // aim earlier from now on.
+            full_run = delay;
             finished_early += 1;
             assert!(
-                finished_early < 3,
+                finished_early < 5,
                 "indexing finished before it could be killed 20 times"
             );
             std::fs::remove_dir_all(dir.path()).unwrap();
@@ -93,13 +103,16 @@ fn killed_indexing_never_corrupts_the_index() {
     let report = index(
         dir.path(),
         &[docs.path().to_path_buf()],
-        &minilm(),
+        &tiny_bert(),
         &IndexOptions::default(),
     );
     assert!(report.is_complete(), "{report:#?}");
     let index = Index::open(dir.path()).unwrap();
-    assert_eq!(index.documents().len(), 60);
+    assert_eq!(index.documents().len(), 150);
     assert_eq!(index.catalog().dead_rows(), 0);
     assert_consistent(&index);
-    eprintln!("{kills} kills in {:?}", started.elapsed());
+    eprintln!(
+        "{kills} kills in {:?}, a run taking {full_run:?}",
+        started.elapsed()
+    );
 }

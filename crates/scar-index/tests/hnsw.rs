@@ -3,7 +3,7 @@
 
 use scar_index::{HnswParams, HnswSetting, Index, IndexOptions};
 
-use crate::common::{index, minilm, small_corpus};
+use crate::common::{index, small_corpus, tiny_bert};
 
 /// Mean share of exact search's top 10 that dense search (through the graph) matches, over
 /// every chunk's own vector as a query. A hit tied with exact search's tenth counts: duplicate
@@ -32,7 +32,7 @@ fn graph_is_built_kept_current_and_removed() {
     let docs = tempfile::tempdir().unwrap();
     small_corpus(docs.path(), 6, 4000);
     let dir = tempfile::tempdir().unwrap();
-    let embedder = minilm();
+    let embedder = tiny_bert();
     let roots = [docs.path().to_path_buf()];
     let keep = IndexOptions::default();
     let build = IndexOptions {
@@ -54,21 +54,19 @@ fn graph_is_built_kept_current_and_removed() {
     let recall = recall_at_10(&opened);
     assert!(recall >= 0.95, "recall@10 {recall}");
 
-    // A new file appends rows: they are linked without relinking the rest.
-    std::fs::write(
-        docs.path().join("new.txt"),
-        "Selective acknowledgments tell the sender which segments arrived out of order.",
-    )
-    .unwrap();
+    // A new file appends rows: they are linked without relinking the rest, and found.
+    let new_text = "Selective acknowledgments tell the sender which segments arrived out of order.";
+    std::fs::write(docs.path().join("new.txt"), new_text).unwrap();
     let added = index(dir.path(), &roots, &embedder, &keep);
     assert_eq!(added.hnsw_rows_linked, 1);
     let opened = Index::open(dir.path()).unwrap();
     assert_eq!(opened.hnsw().unwrap().rows as usize, opened.len());
     let query = embedder
-        .embed_query("Which segments arrived out of order?")
-        .unwrap();
+        .embed_passages(&[new_text], &mut |_| {})
+        .unwrap()
+        .data;
     let top = opened.dense_search(&query, 1)[0].0;
-    assert!(opened.chunk(top).unwrap().text.starts_with("Selective"));
+    assert_eq!(opened.chunk(top).unwrap().text, new_text);
 
     // A removed file leaves dead rows, compacted into a new generation: the graph is rebuilt.
     std::fs::remove_file(docs.path().join("part-000.txt")).unwrap();

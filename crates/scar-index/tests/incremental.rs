@@ -2,14 +2,14 @@
 
 use scar_index::{Index, IndexOptions};
 
-use crate::common::{assert_consistent, index, minilm, small_corpus};
+use crate::common::{assert_consistent, index, small_corpus, tiny_bert};
 
 #[test]
 fn only_new_or_changed_files_are_embedded() {
     let docs = tempfile::tempdir().unwrap();
     small_corpus(docs.path(), 4, 1500);
     let dir = tempfile::tempdir().unwrap();
-    let embedder = minilm();
+    let embedder = tiny_bert();
     let roots = [docs.path().to_path_buf()];
     let options = IndexOptions::default();
 
@@ -67,7 +67,7 @@ fn another_model_is_a_clear_error() {
     let docs = tempfile::tempdir().unwrap();
     small_corpus(docs.path(), 1, 500);
     let dir = tempfile::tempdir().unwrap();
-    let embedder = minilm();
+    let embedder = tiny_bert();
     index(
         dir.path(),
         &[docs.path().to_path_buf()],

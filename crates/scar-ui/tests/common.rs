@@ -1,65 +1,22 @@
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use egui_kittest::Harness;
-use scar_embed::{EmbedOptions, Embedder, ModelLocator};
-use scar_index::{IndexOptions, index_paths};
 use scar_policy::PolicyKind;
 use scar_retrieve::FirstStage;
 use scar_ui::{Controls, DeviceChoice, Environment, FileDialogs, ScarApp, Settings};
 
-pub const MODEL: &str = "all-MiniLM-L6-v2";
 /// Its evidence straddles chunks 3 and 4 of ferry-handbook.md.
 pub const KAYAK: &str = "What does it cost to take my kayak on the ferry?";
-
-pub fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+pub use scar_test_support::{MINILM as MODEL, example_index, workspace};
 
 pub fn environment(library_dir: &Path) -> Environment {
     Environment {
-        models_dir: workspace().join("models"),
+        models_dir: scar_test_support::models_dir(),
         model: MODEL.to_owned(),
         device: DeviceChoice::Cpu,
         library_dir: library_dir.to_owned(),
     }
-}
-
-/// assets/example indexed once per checkout (incremental, so reruns are instant) into a folder
-/// named `example` (the name the library shows) under one named after the checkout, so that
-/// another checkout never shares it.
-pub fn example_index() -> &'static Path {
-    static INDEX: OnceLock<PathBuf> = OnceLock::new();
-    INDEX.get_or_init(|| {
-        let example = workspace().join("assets/example").canonicalize().unwrap();
-        let mut hasher = std::hash::DefaultHasher::new();
-        std::hash::Hash::hash(&example, &mut hasher);
-        let checkout = format!("scar-ui-{:016x}", std::hash::Hasher::finish(&hasher));
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join(checkout)
-            .join("example");
-        let files = ModelLocator::from_env(workspace().join("models"))
-            .locate(MODEL)
-            .unwrap();
-        let options = EmbedOptions {
-            device: DeviceChoice::Cpu,
-            ..EmbedOptions::default()
-        };
-        let embedder = Embedder::load(&files, &options).unwrap();
-        let report = index_paths(
-            &dir,
-            &[example],
-            &embedder,
-            &IndexOptions::default(),
-            &mut |_| {},
-            &AtomicBool::new(false),
-        )
-        .unwrap();
-        assert!(report.is_complete(), "{report:?}");
-        dir
-    })
 }
 
 /// Dialogs that answer with fixed paths, as a user would pick them.

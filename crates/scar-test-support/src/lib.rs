@@ -1,0 +1,115 @@
+//! Fixtures shared by the workspace's integration tests: where the checkout and the shared data
+//! are, the test models that `scripts/fetch-test-models` installs, and the example index, built
+//! once per checkout.
+//!
+//! A fixture that cannot be set up panics with the command that sets it up: a test that needs
+//! it cannot run without it.
+
+#![allow(clippy::missing_panics_doc)]
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::AtomicBool;
+
+use scar_embed::{DeviceChoice, EmbedOptions, Embedder, ModelFiles, ModelLocator};
+use scar_index::{IndexOptions, index_paths};
+
+/// The name the example index's model goes by, as `SCAR_MODEL` or the app's model setting.
+pub const MINILM: &str = "all-MiniLM-L6-v2";
+
+/// The checkout's root folder.
+#[must_use]
+pub fn workspace() -> &'static Path {
+    static ROOT: OnceLock<PathBuf> = OnceLock::new();
+    ROOT.get_or_init(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .canonicalize()
+            .expect("the checkout exists")
+    })
+}
+
+/// The checkout's `models/` folder.
+#[must_use]
+pub fn models_dir() -> PathBuf {
+    workspace().join("models")
+}
+
+/// The corpora of the shared data folder beside the checkout.
+#[must_use]
+pub fn corpora() -> PathBuf {
+    workspace().join("../shared/data/corpora")
+}
+
+/// all-MiniLM-L6-v2 on the CPU: for tests whose outcome depends on what texts mean.
+#[must_use]
+pub fn minilm() -> Embedder {
+    cpu_model("sentence-transformers/all-MiniLM-L6-v2", MINILM)
+}
+
+/// A BERT with all-MiniLM-L6-v2's tokenizer, 2 layers of width 32 and random weights
+/// (`scripts/make-bge-shaped-model tiny`): for tests of everything but meaning (byte ranges,
+/// incremental runs, crash safety, graphs) at a fraction of the real model's cost. Different
+/// texts still get different vectors, and equal texts equal ones.
+#[must_use]
+pub fn tiny_bert() -> Embedder {
+    cpu_model("bge-tiny-shape", "bge-tiny-shape")
+}
+
+/// The model in `models/<folder>`, known as `name`, on the CPU.
+#[must_use]
+pub fn cpu_model(name: &str, folder: &str) -> Embedder {
+    let files = ModelFiles::from_dir(name, models_dir().join(folder))
+        .unwrap_or_else(|e| panic!("{e}: run scripts/fetch-test-models first"));
+    Embedder::load(&files, &cpu()).expect("the test model loads")
+}
+
+fn cpu() -> EmbedOptions {
+    EmbedOptions {
+        device: DeviceChoice::Cpu,
+        ..EmbedOptions::default()
+    }
+}
+
+/// `assets/example` indexed with [`MINILM`], found through the models folder as the CLI and the
+/// app find it, into a folder named `example` (the name the app's library shows). Built once per
+/// checkout under the target folder; later calls rerun the incremental indexer, which finds
+/// nothing to do.
+#[must_use]
+pub fn example_index() -> &'static Path {
+    static INDEX: OnceLock<PathBuf> = OnceLock::new();
+    INDEX.get_or_init(|| {
+        let dir = scratch_dir("example-index").join("example");
+        let files = ModelLocator::from_env(models_dir())
+            .locate(MINILM)
+            .unwrap_or_else(|e| panic!("{e}: run scripts/fetch-test-models first"));
+        let embedder = Embedder::load(&files, &cpu()).expect("the test model loads");
+        let report = index_paths(
+            &dir,
+            &[workspace().join("assets/example")],
+            &embedder,
+            &IndexOptions::default(),
+            &mut |_| {},
+            &AtomicBool::new(false),
+        )
+        .expect("the example indexes");
+        assert!(report.is_complete(), "{report:?}");
+        dir
+    })
+}
+
+/// A folder under the target folder's `tmp/` for fixtures kept between runs, named after `name`
+/// and the checkout, so that two checkouts sharing a target folder never share one.
+#[must_use]
+pub fn scratch_dir(name: &str) -> PathBuf {
+    // Test binaries live in <target>/<profile>/deps/.
+    let exe = std::env::current_exe().expect("the test binary has a path");
+    let target = exe
+        .ancestors()
+        .nth(3)
+        .expect("test binaries live in <target>/<profile>/deps");
+    let mut hasher = std::hash::DefaultHasher::new();
+    std::hash::Hash::hash(workspace(), &mut hasher);
+    let checkout = std::hash::Hasher::finish(&hasher);
+    target.join("tmp").join(format!("{name}-{checkout:016x}"))
+}
