@@ -5,6 +5,7 @@ use std::ops::Range;
 use scar_core::SeamKind;
 use serde::{Deserialize, Serialize};
 use text_splitter::{Characters, ChunkConfig, ChunkSizer, MarkdownSplitter, TextSplitter};
+use tokenizers::ModelWrapper;
 use tokenizers::Tokenizer;
 
 use crate::load::{Format, Heading, LoadedDocument};
@@ -98,9 +99,11 @@ impl Chunker {
     /// A chunker; token capacities are measured with `tokenizer`.
     pub fn new(config: &ChunkerConfig, tokenizer: &Tokenizer) -> Result<Self> {
         let mut tokenizer = tokenizer.clone();
+        // Sizes are token spans of the text alone: padding would add spans that are not.
         tokenizer
             .with_truncation(None)
-            .map_err(IndexError::bad_chunker)?;
+            .map_err(IndexError::bad_chunker)?
+            .with_padding(None);
         let chunker = Self {
             config: *config,
             tokenizer,
@@ -182,10 +185,17 @@ const TOKENIZE_SEGMENT_BYTES: usize = 64 * 1024;
 /// tokens that lie inside it: the same as its own count whenever it starts and ends between
 /// words, which is where text-splitter cuts (`WordPiece` and byte-level BPE split words apart
 /// before anything else).
+///
+/// A word longer than `WordPiece` reads (`max_input_chars_per_word`: a hash, base64, a minified
+/// line) becomes one unknown token however long it is; counted as one, a 5 MB word would be one
+/// chunk. Such a word counts one token per character, as a character-level tokenizer would see
+/// it, so that it is cut like any other text.
 struct DocumentTokens<'t> {
     text: &'t str,
     /// Byte range of every token of the text, in order.
     spans: Vec<(usize, usize)>,
+    /// Tokens counted before each token (one more entry than `spans`).
+    counted_before: Vec<usize>,
     tokenizer: &'t Tokenizer,
 }
 
@@ -212,11 +222,37 @@ impl<'t> DocumentTokens<'t> {
             );
             start = end;
         }
+        let longest_word = longest_readable_word(tokenizer);
+        let mut counted_before = Vec::with_capacity(spans.len() + 1);
+        let mut counted = 0;
+        counted_before.push(counted);
+        for &(s, e) in &spans {
+            counted += Self::weight(&text[s..e], longest_word);
+            counted_before.push(counted);
+        }
         Ok(Self {
             text,
             spans,
+            counted_before,
             tokenizer,
         })
+    }
+
+    /// Tokens a token's text counts for: one, or its characters for an unreadable long word.
+    fn weight(token_text: &str, longest_word: Option<usize>) -> usize {
+        let chars = token_text.chars().count();
+        match longest_word {
+            Some(limit) if chars > limit => chars,
+            _ => 1,
+        }
+    }
+}
+
+/// The longest word the tokenizer reads; it turns a longer one into a single unknown token.
+fn longest_readable_word(tokenizer: &Tokenizer) -> Option<usize> {
+    match tokenizer.get_model() {
+        ModelWrapper::WordPiece(model) => Some(model.max_input_chars_per_word),
+        _ => None,
     }
 }
 
@@ -233,7 +269,24 @@ impl ChunkSizer for DocumentTokens<'_> {
         let end = start + chunk.len();
         let first = self.spans.partition_point(|&(s, _)| s < start);
         let past_last = self.spans.partition_point(|&(_, e)| e <= end);
-        past_last.saturating_sub(first)
+        let inside = self.counted_before[past_last.max(first)] - self.counted_before[first];
+        // A long word cut by the chunk's edges counts the characters inside the chunk; a
+        // normal token cut by them (never, where text-splitter cuts) counts nothing.
+        let before = first.checked_sub(1).filter(|&i| i != past_last);
+        let cut: usize = [Some(past_last), before]
+            .into_iter()
+            .flatten()
+            .filter(|&i| {
+                i < self.spans.len() && self.counted_before[i + 1] - self.counted_before[i] > 1
+            })
+            .map(|i| {
+                let (s, e) = self.spans[i];
+                self.text[s.clamp(start, end)..e.clamp(start, end)]
+                    .chars()
+                    .count()
+            })
+            .sum();
+        inside + cut
     }
 }
 
@@ -374,13 +427,21 @@ mod tests {
         assert!(Chunker::new(&config, &tokenizer).is_err());
     }
 
+    fn minilm_tokenizer() -> Tokenizer {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let tokenizer_file = root.join("models/all-MiniLM-L6-v2/tokenizer.json");
+        let mut tokenizer = Tokenizer::from_file(&tokenizer_file).unwrap();
+        // As the embedder hands it over: no truncation, no padding.
+        tokenizer.with_truncation(None).unwrap();
+        tokenizer.with_padding(None);
+        tokenizer
+    }
+
     /// The one-pass sizer cuts exactly where sizing every candidate with the tokenizer cuts.
     #[test]
     fn document_token_sizing_matches_encoding_each_candidate() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let tokenizer_file = root.join("models/all-MiniLM-L6-v2/tokenizer.json");
-        let mut tokenizer = Tokenizer::from_file(&tokenizer_file).unwrap();
-        tokenizer.with_truncation(None).unwrap();
+        let tokenizer = minilm_tokenizer();
         let mut compared = 0;
         for entry in std::fs::read_dir(root.join("assets/example")).unwrap() {
             let path = entry.unwrap().path();
@@ -413,6 +474,27 @@ mod tests {
             }
         }
         assert!(compared > 50, "{compared} chunks compared");
+    }
+
+    /// A word longer than the tokenizer reads is one unknown token to it, but is cut like text.
+    #[test]
+    fn words_too_long_for_the_tokenizer_are_cut_by_characters() {
+        let word = "QmFzZTY0".repeat(2_500);
+        let text = format!("A short sentence before it. {word} And one after it.");
+        let config = ChunkerConfig {
+            capacity: 64,
+            ..ChunkerConfig::default()
+        };
+        let chunks = Chunker::new(&config, &minilm_tokenizer())
+            .unwrap()
+            .chunk(&document(Format::Text, &text, Vec::new()))
+            .unwrap();
+        assert!(chunks.len() >= word.len() / 64, "{} chunks", chunks.len());
+        for chunk in &chunks {
+            assert!(chunk.chars.len() <= 64, "{:?}", chunk.chars);
+        }
+        assert_eq!(chunks.first().unwrap().bytes.start, 0);
+        assert_eq!(chunks.last().unwrap().bytes.end, text.len());
     }
 
     #[test]

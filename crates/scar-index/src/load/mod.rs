@@ -127,6 +127,15 @@ pub enum LoadError {
         /// Length of the file in bytes.
         len: usize,
     },
+    /// The PDF's compressed streams inflate past [`LoadOptions::max_file_bytes`].
+    #[error(
+        "PDF streams inflate past the {} limit; raise --max-file-mib to index it",
+        human_size(*.limit)
+    )]
+    PdfInflatesTooLarge {
+        /// The limit they exceed, in bytes.
+        limit: u64,
+    },
     /// The PDF has pages but no extractable text.
     #[error("PDF has no text layer (scanned images?)")]
     PdfNoText,
@@ -144,7 +153,8 @@ fn content_hash(bytes: &[u8]) -> String {
 /// Reads the file at `path` into text, with its headings and content hash.
 ///
 /// The size limit is checked against the file's metadata before anything is read, and text
-/// files are sniffed for NUL bytes before the rest of the file is read.
+/// files are sniffed for NUL bytes before the rest of the file is read. A PDF's compressed
+/// streams must inflate within the same limit, which bounds the memory any one file takes.
 pub fn load_document(path: &Path, options: &LoadOptions) -> Result<LoadedDocument, LoadError> {
     let limit = options.max_file_bytes;
     let file = File::open(path)?;
@@ -190,7 +200,7 @@ pub fn load_document(path: &Path, options: &LoadOptions) -> Result<LoadedDocumen
         }
         Format::Html => html::to_text(&decode_utf8(&bytes, &mut warnings)?),
         Format::Pdf => {
-            let text = pdf::text(&bytes)?;
+            let text = pdf::text(&bytes, limit)?;
             if text.trim().is_empty() {
                 return Err(LoadError::PdfNoText);
             }

@@ -1,14 +1,20 @@
 //! PDF, read through its text layer; a reader that fails or panics makes a corrupt file, not a
-//! crash.
+//! crash, and a file whose streams inflate past the size limit is refused before it is read.
 
 use std::cell::Cell;
+use std::io::Read;
 use std::panic::{self, UnwindSafe};
 use std::sync::Once;
+
+use flate2::read::ZlibDecoder;
 
 use super::LoadError;
 
 /// The text of the PDF's text layer; a reader that fails or panics makes a corrupt PDF.
-pub(super) fn text(bytes: &[u8]) -> Result<String, LoadError> {
+pub(super) fn text(bytes: &[u8], limit: u64) -> Result<String, LoadError> {
+    if inflated_size(bytes, limit) > limit {
+        return Err(LoadError::PdfInflatesTooLarge { limit });
+    }
     match catch_panic_quietly(|| pdf_extract::extract_text_from_mem(bytes)) {
         Ok(Ok(text)) => Ok(text),
         Ok(Err(error)) => Err(LoadError::CorruptPdf(error.to_string())),
@@ -16,6 +22,57 @@ pub(super) fn text(bytes: &[u8]) -> Result<String, LoadError> {
             "the PDF reader failed ({panic})"
         ))),
     }
+}
+
+/// What the PDF's zlib-compressed streams inflate to, in total, counted up to just past `limit`
+/// with a fixed buffer: the PDF reader holds every inflated stream, so a 2 MB file whose streams
+/// inflate to 2 GB would take 2 GB. The scan finds streams by their keywords, as a PDF reader
+/// recovering a damaged file does, so it needs no parse; streams that are not zlib data (images,
+/// or bytes that merely look like a stream) stop inflating at their first error.
+fn inflated_size(bytes: &[u8], limit: u64) -> u64 {
+    let mut total = 0u64;
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut rest = bytes;
+    while let Some(data) = next_stream(&mut rest) {
+        let mut decoder = ZlibDecoder::new(data);
+        while let Ok(read @ 1..) = decoder.read(&mut buffer) {
+            total += read as u64;
+            if total > limit {
+                return total;
+            }
+        }
+    }
+    total
+}
+
+/// The data of the next `stream … endstream` in `rest`, advancing `rest` past it. The keyword
+/// counts where the syntax puts it: after a dictionary's `>>` and before an end of line, so that
+/// the word inside a string or in `endstream` does not start a stream.
+fn next_stream<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
+    let mut from = 0;
+    loop {
+        let at = from + find(&rest[from..], b"stream")?;
+        from = at + b"stream".len();
+        let after = &rest[from..];
+        let eol = if after.starts_with(b"\r\n") {
+            2
+        } else if after.starts_with(b"\n") {
+            1
+        } else {
+            continue;
+        };
+        if !rest[..at].trim_ascii_end().ends_with(b">>") {
+            continue;
+        }
+        let data = &rest[from + eol..];
+        let length = find(data, b"endstream").unwrap_or(data.len());
+        *rest = &data[length..];
+        return Some(&data[..length]);
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 thread_local! {
@@ -117,6 +174,49 @@ mod tests {
         let error = load("broken.pdf", garbage).unwrap_err();
         assert!(matches!(error, LoadError::CorruptPdf(_)), "{error:?}");
         assert!(error.to_string().starts_with("corrupt PDF: "));
+    }
+
+    /// A valid PDF with one more stream: `inflated` zero bytes, deflated.
+    fn pdf_with_compressed_stream(inflated: usize) -> Vec<u8> {
+        use std::io::Write as _;
+        let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+        encoder.write_all(&vec![0u8; inflated]).unwrap();
+        let deflated = encoder.finish().unwrap();
+        let mut pdf = pdf_with_page_content("BT /F1 12 Tf 72 720 Td (Hello PDF) Tj ET");
+        let mut object = format!(
+            "6 0 obj\n<< /Length {} /Filter /FlateDecode >>\nstream\n",
+            deflated.len()
+        )
+        .into_bytes();
+        object.extend(deflated);
+        object.extend(b"\nendstream\nendobj\n");
+        // Before the xref table: an unreferenced object the reader may skip, but the scan may not.
+        let xref = pdf.windows(5).position(|w| w == b"xref\n").unwrap();
+        pdf.splice(xref..xref, object);
+        pdf
+    }
+
+    #[test]
+    fn streams_inflating_past_the_limit_are_refused_before_reading() {
+        let pdf = pdf_with_compressed_stream(4 * 1024 * 1024);
+        assert!(pdf.len() < 16 * 1024, "{} bytes", pdf.len());
+        let error = text(&pdf, 1024 * 1024).unwrap_err();
+        assert!(
+            matches!(error, LoadError::PdfInflatesTooLarge { limit: 1_048_576 }),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            "PDF streams inflate past the 1 MiB limit; raise --max-file-mib to index it"
+        );
+        assert_eq!(inflated_size(&pdf, u64::MAX), 4 * 1024 * 1024);
+    }
+
+    #[test]
+    fn the_stream_scan_skips_the_keyword_outside_stream_syntax() {
+        let mut rest: &[u8] = b"(mainstream\n) endstream\n<< /L 3 >>\r\nstream\r\nabc\nendstream";
+        assert_eq!(next_stream(&mut rest), Some(&b"abc\n"[..]));
+        assert_eq!(next_stream(&mut rest), None);
     }
 
     #[test]
