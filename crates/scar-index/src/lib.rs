@@ -46,7 +46,9 @@ pub use chunk::{ChunkUnit, ChunkerConfig};
 pub use error::{IndexError, Result};
 pub use hnsw::{HnswGraph, HnswInfo, HnswParams};
 pub use indexer::{HnswSetting, IndexOptions, IndexProgress, IndexReport, Skipped, index_paths};
-pub use load::{Format, Heading, LoadError, LoadOptions, LoadedDocument, load_document};
+pub use load::{
+    Format, Heading, LoadError, LoadOptions, LoadedDocument, load_bytes, load_document,
+};
 pub use seam::{seam_kind, seam_text};
 pub use search::exact_top_k;
 pub use store::{

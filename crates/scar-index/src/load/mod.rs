@@ -166,22 +166,26 @@ pub fn load_document(path: &Path, options: &LoadOptions) -> Result<LoadedDocumen
     // Reading one byte past the limit catches a file that grew since its metadata was read.
     let mut reader = file.take(limit.saturating_add(1));
     reader.by_ref().take(SNIFF_BYTES).read_to_end(&mut bytes)?;
-    let format = Format::detect(path, &bytes);
-    if format != Format::Pdf {
-        if bytes.starts_with(b"\xFF\xFE") || bytes.starts_with(b"\xFE\xFF") {
-            return Err(LoadError::Utf16);
-        }
-        if bytes.contains(&0) {
-            return Err(LoadError::Binary);
-        }
-    }
+    sniff(path, &bytes)?;
     reader.read_to_end(&mut bytes)?;
+    load_bytes(path, &bytes, options)
+}
+
+/// Reads a file's content, named `path` (its extension decides the format), into text as
+/// [`load_document`] reads the file.
+pub fn load_bytes(
+    path: &Path,
+    bytes: &[u8],
+    options: &LoadOptions,
+) -> Result<LoadedDocument, LoadError> {
+    let limit = options.max_file_bytes;
     if bytes.len() as u64 > limit {
         return Err(LoadError::TooLarge {
             size: bytes.len() as u64,
             limit,
         });
     }
+    let format = sniff(path, bytes)?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(LoadError::Empty);
     }
@@ -189,18 +193,18 @@ pub fn load_document(path: &Path, options: &LoadOptions) -> Result<LoadedDocumen
     let mut warnings = Vec::new();
     let (text, headings) = match format {
         Format::Text => {
-            let text = decode_utf8(&bytes, &mut warnings)?;
+            let text = decode_utf8(bytes, &mut warnings)?;
             let headings = text::headings(&text);
             (text, headings)
         }
         Format::Markdown => {
-            let text = decode_utf8(&bytes, &mut warnings)?;
+            let text = decode_utf8(bytes, &mut warnings)?;
             let headings = markdown::headings(&text);
             (text, headings)
         }
-        Format::Html => html::to_text(&decode_utf8(&bytes, &mut warnings)?),
+        Format::Html => html::to_text(&decode_utf8(bytes, &mut warnings)?),
         Format::Pdf => {
-            let text = pdf::text(&bytes, limit)?;
+            let text = pdf::text(bytes, limit)?;
             if text.trim().is_empty() {
                 return Err(LoadError::PdfNoText);
             }
@@ -216,8 +220,23 @@ pub fn load_document(path: &Path, options: &LoadOptions) -> Result<LoadedDocumen
         text,
         headings,
         warnings,
-        hash: content_hash(&bytes),
+        hash: content_hash(bytes),
     })
+}
+
+/// The format of a file named `path` that starts with `head`, unless `head` shows it is not text.
+fn sniff(path: &Path, head: &[u8]) -> Result<Format, LoadError> {
+    let format = Format::detect(path, head);
+    if format != Format::Pdf {
+        if head.starts_with(b"\xFF\xFE") || head.starts_with(b"\xFE\xFF") {
+            return Err(LoadError::Utf16);
+        }
+        let sniffed = &head[..head.len().min(SNIFF_BYTES as usize)];
+        if sniffed.contains(&0) {
+            return Err(LoadError::Binary);
+        }
+    }
+    Ok(format)
 }
 
 /// `50 MiB` for whole mebibytes, otherwise the exact byte count.
@@ -278,9 +297,14 @@ mod tests {
         path
     }
 
+    /// Loads `bytes` as a file named `name`, checking that reading them from memory agrees.
     pub(super) fn load(name: &str, bytes: impl AsRef<[u8]>) -> Result<LoadedDocument, LoadError> {
         let dir = TempDir::new().unwrap();
-        load_document(&write(&dir, name, bytes), &LoadOptions::default())
+        let options = LoadOptions::default();
+        let from_file = load_document(&write(&dir, name, &bytes), &options);
+        let from_memory = load_bytes(Path::new(name), bytes.as_ref(), &options);
+        assert_eq!(format!("{from_file:?}"), format!("{from_memory:?}"));
+        from_file
     }
 
     pub(super) fn titles(headings: &[Heading]) -> Vec<(u8, &str)> {
