@@ -53,13 +53,16 @@
 
 mod benchmark;
 mod error;
+mod markdown;
 pub mod metrics;
 mod neighbours;
+mod options;
 mod plot;
 mod report;
 mod run;
 mod signals;
 pub mod stats;
+mod write;
 
 #[cfg(test)]
 mod hand_computed;
@@ -68,50 +71,16 @@ pub use benchmark::{Benchmark, GoldSpan, Resolved, ResolvedTest, Snippet, Test, 
 pub use error::{EvalError, Result};
 pub use metrics::{ChunkExtent, Gold, Group, GroupMetrics, TestScore, aggregate, score};
 pub use neighbours::{NeighbourRow, SEAM_WORDS};
+pub use options::{
+    EVIDENCE, EvalOptions, NamedPolicy, SCAR_1, SCAR_1_NO_PENALTY, STATIC_1, Scope,
+    default_policies,
+};
 pub use plot::{LEGEND, plot_recall_vs_chunks, plot_roc};
 pub use report::{
     Comparison, DataSummary, DepthPoint, EvalReport, EvalSettings, PolicyResult, SCHEMA_VERSION,
     StageResult, SweepPoint, TestRecord,
 };
-pub use run::{
-    EVIDENCE, EvalOptions, NamedPolicy, Progress, SCAR_1, SCAR_1_NO_PENALTY, STATIC_1, Scope,
-    default_policies, evaluate,
-};
-pub use signals::{SIGNALS, SignalReport, SignalSummary, auc, roc, summarize};
+pub use run::{Progress, evaluate};
+pub use signals::{Quartiles, SIGNALS, SignalReport, SignalSummary, auc, roc, summarize};
 pub use stats::{PairedBootstrap, SplitMix64, paired_bootstrap};
-
-/// Writes `report.json`, `report.md` and `recall_vs_chunks.png` into `dir` (created if
-/// needed), and with a neighbour table `neighbours.jsonl` and `roc.png` (the first stage's
-/// signals); returns the paths written.
-pub fn write_report(report: &EvalReport, dir: &std::path::Path) -> Result<Vec<std::path::PathBuf>> {
-    fs_err::create_dir_all(dir)?;
-    let mut paths = vec![
-        dir.join("report.json"),
-        dir.join("report.md"),
-        dir.join("recall_vs_chunks.png"),
-    ];
-    fs_err::write(&paths[0], serde_json::to_string_pretty(report)? + "\n")?;
-    fs_err::write(&paths[1], report.to_markdown())?;
-    plot_recall_vs_chunks(report, &paths[2])?;
-    let rows: Vec<&NeighbourRow> = report.stages.iter().flat_map(|s| &s.neighbours).collect();
-    if !rows.is_empty() {
-        let mut text = String::new();
-        for row in rows {
-            text += &serde_json::to_string(row)?;
-            text.push('\n');
-        }
-        let table = dir.join("neighbours.jsonl");
-        fs_err::write(&table, text)?;
-        paths.push(table);
-    }
-    if let Some((stage, signals)) = report
-        .stages
-        .first()
-        .and_then(|stage| Some((stage, summarize(&stage.neighbours)?)))
-    {
-        let roc = dir.join("roc.png");
-        plot_roc(stage, &signals, &roc)?;
-        paths.push(roc);
-    }
-    Ok(paths)
-}
+pub use write::write_report;
