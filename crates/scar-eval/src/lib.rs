@@ -2,15 +2,16 @@
 //!
 //! A benchmark ([`Benchmark`]) lists questions with their evidence as character spans of
 //! corpus files. [`resolve`] finds the files and checks the spans; [`evaluate`] prepares every
-//! question once per first stage ([`scar_retrieve::Retriever::prepare`]) and runs every policy
-//! (top-k, static ±1 and ±2, parent, SCAR ±1 and ±2, SCAR ±1 with λ = 0) and every λ × γ sweep
-//! setting on those same seeds, so that differences between policies are differences of
-//! expansion only. The [`EvalReport`] holds, per first stage, policy and group
-//! (boundary-fragmented, atomic, all), the means of recall, chunks, chunk efficiency, context
-//! tokens and LegalBench-RAG span precision and recall ([`metrics`] defines each), a paired
-//! bootstrap of SCAR ±1 against static ±1 ([`stats`]), the sweep and every test's scores. It
-//! renders as markdown ([`EvalReport::to_markdown`]) and as a PNG
-//! ([`plot_recall_vs_chunks`]).
+//! question once per first stage ([`scar_retrieve::Retriever::prepare`], or
+//! [`prepare_within`](scar_retrieve::Retriever::prepare_within) for [`Scope::Document`]) and
+//! runs every policy ([`default_policies`]) and every sweep setting on those same seeds through
+//! [`scar_policy::expand`], so that differences between policies are differences of expansion
+//! only. The [`EvalReport`] holds, per first stage, policy and group (boundary-fragmented,
+//! atomic, all), the means of recall, chunks, chunk efficiency, context tokens and
+//! LegalBench-RAG span precision and recall ([`Gold`], [`score`] and [`aggregate`] define
+//! each), paired bootstraps of the compared policies ([`paired_bootstrap`]), the sweeps and
+//! every test's scores. It renders as markdown ([`EvalReport::to_markdown`]) and as a PNG
+//! ([`plot_recall_vs_chunks`]); [`write_report`] writes its files.
 //!
 //! The metrics work on plain data, so they can be checked by hand:
 //!
@@ -54,14 +55,14 @@
 mod benchmark;
 mod error;
 mod markdown;
-pub mod metrics;
+mod metrics;
 mod neighbours;
 mod options;
 mod plot;
 mod report;
 mod run;
 mod signals;
-pub mod stats;
+mod stats;
 mod write;
 
 #[cfg(test)]
@@ -82,5 +83,5 @@ pub use report::{
 };
 pub use run::{Progress, evaluate};
 pub use signals::{Quartiles, SIGNALS, SignalReport, SignalSummary, auc, roc, summarize};
-pub use stats::{PairedBootstrap, SplitMix64, paired_bootstrap};
+pub use stats::{DEFAULT_SEED, PairedBootstrap, SplitMix64, paired_bootstrap};
 pub use write::write_report;
