@@ -204,12 +204,7 @@ pub fn aggregate(scores: &[TestScore], groups: &[Group]) -> Vec<GroupMetrics> {
     Group::ALL
         .into_iter()
         .filter_map(|group| {
-            let members: Vec<&TestScore> = scores
-                .iter()
-                .zip(groups)
-                .filter(|(_, g)| group.contains(**g))
-                .map(|(s, _)| s)
-                .collect();
+            let members: Vec<&TestScore> = in_group(scores, groups, group).collect();
             if members.is_empty() {
                 return None;
             }
@@ -235,6 +230,19 @@ pub fn aggregate(scores: &[TestScore], groups: &[Group]) -> Vec<GroupMetrics> {
             })
         })
         .collect()
+}
+
+/// The values of the tests that count in `group`; `groups[i]` is test `i`'s group.
+pub(crate) fn in_group<'a, T>(
+    values: &'a [T],
+    groups: &'a [Group],
+    group: Group,
+) -> impl Iterator<Item = &'a T> {
+    values
+        .iter()
+        .zip(groups)
+        .filter(move |(_, test)| group.contains(**test))
+        .map(|(value, _)| value)
 }
 
 fn ratio(part: usize, whole: usize) -> f64 {

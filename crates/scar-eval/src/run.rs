@@ -10,7 +10,7 @@ use scar_policy::{Options, Policy, expand};
 use scar_retrieve::{FirstStage, IndexSource, Retriever};
 
 use crate::benchmark::Resolved;
-use crate::metrics::{ChunkExtent, Gold, Group, TestScore, aggregate, score};
+use crate::metrics::{ChunkExtent, Gold, Group, TestScore, aggregate, in_group, score};
 use crate::options::{EvalOptions, Scope};
 use crate::report::{
     Comparison, DataSummary, DepthPoint, EvalReport, EvalSettings, PolicyResult, SCHEMA_VERSION,
@@ -393,12 +393,7 @@ impl<'a> Runner<'a> {
             };
             for group in Group::ALL {
                 let pick = |scores: &[TestScore], metric: Metric| -> Vec<f64> {
-                    scores
-                        .iter()
-                        .zip(&self.groups)
-                        .filter(|(_, g)| group.contains(**g))
-                        .map(|(s, _)| metric(s))
-                        .collect()
+                    in_group(scores, &self.groups, group).map(metric).collect()
                 };
                 for (metric, value) in METRICS {
                     let (resamples, seed) = (self.options.resamples, self.options.seed);
