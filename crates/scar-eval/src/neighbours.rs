@@ -1,4 +1,4 @@
-//! The per-neighbour table: every neighbour a static ±2 walk reaches from each seed, with the
+//! The per-neighbour table: every neighbour a ±3 walk reaches from each seed, with the
 //! signals a policy could decide on and whether it held evidence its seed did not.
 
 use std::collections::HashMap;
