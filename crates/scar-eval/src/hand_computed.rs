@@ -18,10 +18,10 @@ use scar_policy::Policy;
 use scar_retrieve::FirstStage;
 
 use crate::metrics::{ChunkExtent, Gold, Group, GroupMetrics, TestScore, aggregate, score};
+use crate::options::{NamedPolicy, SCAR_1, STATIC_1};
 use crate::report::{
     Comparison, DataSummary, EvalReport, EvalSettings, PolicyResult, StageResult, SweepPoint,
 };
-use crate::run::{NamedPolicy, SCAR_1, STATIC_1};
 use crate::stats::{cohens_d, paired_bootstrap};
 
 fn chunks() -> Vec<ChunkExtent> {

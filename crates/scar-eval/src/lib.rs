@@ -2,15 +2,16 @@
 //!
 //! A benchmark ([`Benchmark`]) lists questions with their evidence as character spans of
 //! corpus files. [`resolve`] finds the files and checks the spans; [`evaluate`] prepares every
-//! question once per first stage ([`scar_retrieve::Retriever::prepare`]) and runs every policy
-//! (top-k, static ±1 and ±2, parent, SCAR ±1 and ±2, SCAR ±1 with λ = 0) and every λ × γ sweep
-//! setting on those same seeds, so that differences between policies are differences of
-//! expansion only. The [`EvalReport`] holds, per first stage, policy and group
-//! (boundary-fragmented, atomic, all), the means of recall, chunks, chunk efficiency, context
-//! tokens and LegalBench-RAG span precision and recall ([`metrics`] defines each), a paired
-//! bootstrap of SCAR ±1 against static ±1 ([`stats`]), the sweep and every test's scores. It
-//! renders as markdown ([`EvalReport::to_markdown`]) and as a PNG
-//! ([`plot_recall_vs_chunks`]).
+//! question once per first stage ([`scar_retrieve::Retriever::prepare`], or
+//! [`prepare_within`](scar_retrieve::Retriever::prepare_within) for [`Scope::Document`]) and
+//! runs every policy ([`default_policies`]) and every sweep setting on those same seeds through
+//! [`scar_policy::expand`], so that differences between policies are differences of expansion
+//! only. The [`EvalReport`] holds, per first stage, policy and group (boundary-fragmented,
+//! atomic, all), the means of recall, chunks, chunk efficiency, context tokens and
+//! LegalBench-RAG span precision and recall ([`Gold`], [`score`] and [`aggregate`] define
+//! each), paired bootstraps of the compared policies ([`paired_bootstrap`]), the sweeps and
+//! every test's scores. It renders as markdown ([`EvalReport::to_markdown`]) and as a PNG
+//! ([`plot_recall_vs_chunks`]); [`write_report`] writes its files.
 //!
 //! The metrics work on plain data, so they can be checked by hand:
 //!
@@ -53,13 +54,16 @@
 
 mod benchmark;
 mod error;
-pub mod metrics;
+mod markdown;
+mod metrics;
 mod neighbours;
+mod options;
 mod plot;
 mod report;
 mod run;
 mod signals;
-pub mod stats;
+mod stats;
+mod write;
 
 #[cfg(test)]
 mod hand_computed;
@@ -68,50 +72,16 @@ pub use benchmark::{Benchmark, GoldSpan, Resolved, ResolvedTest, Snippet, Test, 
 pub use error::{EvalError, Result};
 pub use metrics::{ChunkExtent, Gold, Group, GroupMetrics, TestScore, aggregate, score};
 pub use neighbours::{NeighbourRow, SEAM_WORDS};
+pub use options::{
+    EVIDENCE, EvalOptions, NamedPolicy, SCAR_1, SCAR_1_NO_PENALTY, STATIC_1, Scope,
+    default_policies,
+};
 pub use plot::{LEGEND, plot_recall_vs_chunks, plot_roc};
 pub use report::{
     Comparison, DataSummary, DepthPoint, EvalReport, EvalSettings, PolicyResult, SCHEMA_VERSION,
     StageResult, SweepPoint, TestRecord,
 };
-pub use run::{
-    EVIDENCE, EvalOptions, NamedPolicy, Progress, SCAR_1, SCAR_1_NO_PENALTY, STATIC_1, Scope,
-    default_policies, evaluate,
-};
-pub use signals::{SIGNALS, SignalReport, SignalSummary, auc, roc, summarize};
-pub use stats::{PairedBootstrap, SplitMix64, paired_bootstrap};
-
-/// Writes `report.json`, `report.md` and `recall_vs_chunks.png` into `dir` (created if
-/// needed), and with a neighbour table `neighbours.jsonl` and `roc.png` (the first stage's
-/// signals); returns the paths written.
-pub fn write_report(report: &EvalReport, dir: &std::path::Path) -> Result<Vec<std::path::PathBuf>> {
-    fs_err::create_dir_all(dir)?;
-    let mut paths = vec![
-        dir.join("report.json"),
-        dir.join("report.md"),
-        dir.join("recall_vs_chunks.png"),
-    ];
-    fs_err::write(&paths[0], serde_json::to_string_pretty(report)? + "\n")?;
-    fs_err::write(&paths[1], report.to_markdown())?;
-    plot_recall_vs_chunks(report, &paths[2])?;
-    let rows: Vec<&NeighbourRow> = report.stages.iter().flat_map(|s| &s.neighbours).collect();
-    if !rows.is_empty() {
-        let mut text = String::new();
-        for row in rows {
-            text += &serde_json::to_string(row)?;
-            text.push('\n');
-        }
-        let table = dir.join("neighbours.jsonl");
-        fs_err::write(&table, text)?;
-        paths.push(table);
-    }
-    if let Some((stage, signals)) = report
-        .stages
-        .first()
-        .and_then(|stage| Some((stage, summarize(&stage.neighbours)?)))
-    {
-        let roc = dir.join("roc.png");
-        plot_roc(stage, &signals, &roc)?;
-        paths.push(roc);
-    }
-    Ok(paths)
-}
+pub use run::{Progress, evaluate};
+pub use signals::{Quartiles, SIGNALS, SignalReport, SignalSummary, auc, roc, summarize};
+pub use stats::{DEFAULT_SEED, PairedBootstrap, SplitMix64, paired_bootstrap};
+pub use write::write_report;

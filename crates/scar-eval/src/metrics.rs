@@ -1,15 +1,4 @@
 //! Per-test scores and their means, on plain data: chunk extents in, numbers out.
-//!
-//! - Gold chunks: the chunks of the evidence's documents whose character range overlaps a gold
-//!   span (half-open ranges; touching is not overlapping).
-//! - Group: a test whose gold spans cover 2 or more chunks is boundary-fragmented, one that
-//!   covers exactly 1 is atomic; a test covering none cannot be scored.
-//! - Recall: gold chunks in the context / gold chunks.
-//! - Span precision and recall (LegalBench-RAG): with the context's characters and the gold
-//!   characters each taken as a union of ranges per document, overlapping characters /
-//!   context characters, and / gold characters. A context with no characters has precision 0.
-//! - Every mean is over tests (macro average, as the paper reports recall), and chunk efficiency
-//!   is mean recall / mean unique chunks.
 
 use std::ops::Range;
 
@@ -72,6 +61,11 @@ impl Group {
 }
 
 /// A test's evidence: gold spans merged per document, and the chunks they cover.
+///
+/// - Gold chunks: the chunks of the evidence's documents whose character range overlaps a gold
+///   span (half-open ranges; touching is not overlapping).
+/// - Group: a test whose gold spans cover 2 or more chunks is boundary-fragmented, one that
+///   covers exactly 1 is atomic; a test covering none cannot be scored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Gold {
     spans: Vec<(u32, Range<usize>)>,
@@ -142,6 +136,11 @@ pub struct TestScore {
 }
 
 /// Scores a context (its chunks' extents, each once) against a test's gold.
+///
+/// - Recall: gold chunks in the context / gold chunks.
+/// - Span precision and recall (LegalBench-RAG): with the context's characters and the gold
+///   characters each taken as a union of ranges per document, overlapping characters /
+///   context characters, and / gold characters. A context with no characters has precision 0.
 #[must_use]
 pub fn score(gold: &Gold, context: &[ChunkExtent], tokens: usize) -> TestScore {
     let found = gold
@@ -197,17 +196,15 @@ pub struct GroupMetrics {
 }
 
 /// The means over each of [`Group::ALL`] that has tests; `groups[i]` is test `i`'s group.
+///
+/// Every mean is over tests (macro average, as the paper reports recall), and chunk efficiency
+/// is mean recall / mean unique chunks.
 #[must_use]
 pub fn aggregate(scores: &[TestScore], groups: &[Group]) -> Vec<GroupMetrics> {
     Group::ALL
         .into_iter()
         .filter_map(|group| {
-            let members: Vec<&TestScore> = scores
-                .iter()
-                .zip(groups)
-                .filter(|(_, g)| group.contains(**g))
-                .map(|(s, _)| s)
-                .collect();
+            let members: Vec<&TestScore> = in_group(scores, groups, group).collect();
             if members.is_empty() {
                 return None;
             }
@@ -233,6 +230,19 @@ pub fn aggregate(scores: &[TestScore], groups: &[Group]) -> Vec<GroupMetrics> {
             })
         })
         .collect()
+}
+
+/// The values of the tests that count in `group`; `groups[i]` is test `i`'s group.
+pub(crate) fn in_group<'a, T>(
+    values: &'a [T],
+    groups: &'a [Group],
+    group: Group,
+) -> impl Iterator<Item = &'a T> {
+    values
+        .iter()
+        .zip(groups)
+        .filter(move |(_, test)| group.contains(**test))
+        .map(|(value, _)| value)
 }
 
 fn ratio(part: usize, whole: usize) -> f64 {

@@ -1,4 +1,4 @@
-//! The per-neighbour table: every neighbour a static ±2 walk reaches from each seed, with the
+//! The per-neighbour table: every neighbour a ±3 walk reaches from each seed, with the
 //! signals a policy could decide on and whether it held evidence its seed did not.
 
 use std::collections::HashMap;
@@ -163,14 +163,11 @@ pub(crate) fn rows(
         .map_err(|e| crate::EvalError::Options(e.to_string()))?;
     let bm25: HashMap<ChunkId, f32> = bm25_hits.iter().copied().collect();
     let bm = |id: ChunkId| bm25.get(&id).copied().unwrap_or(0.0);
-    let in_scope = |id: ChunkId| {
-        scope.is_none_or(|slots| {
-            index
-                .chunk(id)
-                .is_some_and(|c| slots.contains(&c.document.slot))
-        })
+    // The chunks the first stage searched: the whole index, or the documents in scope.
+    let scoped: Vec<ChunkId> = match scope {
+        None => index.chunk_ids().collect(),
+        Some(slots) => index.rows_of(slots).into_iter().map(ChunkId).collect(),
     };
-    let scoped: Vec<ChunkId> = index.chunk_ids().filter(|&id| in_scope(id)).collect();
     let (dense_ranks, bm25_ranks) = ranks(&scoped, &cos, &bm25);
     let mut documents: HashMap<u32, DocumentStats> = HashMap::new();
     let seeds: Vec<ChunkId> = prepared.seeds.iter().map(|s| s.id).collect();

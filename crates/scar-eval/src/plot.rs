@@ -12,8 +12,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::metrics::Group;
+use crate::options::SCAR_1;
 use crate::report::{EvalReport, StageResult};
-use crate::run::SCAR_1;
 use crate::signals::SignalReport;
 use crate::{EvalError, Result};
 

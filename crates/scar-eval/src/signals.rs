@@ -1,8 +1,6 @@
 //! How well each signal tells a useful neighbour (one holding evidence its seed does not) from
 //! the rest: ROC AUC, the quartiles of each label, and the ROC curves as a picture.
 
-use std::fmt::Write as _;
-
 use serde::{Deserialize, Serialize};
 
 use crate::metrics::Group;
@@ -207,40 +205,6 @@ pub fn curves(stage: &StageResult) -> Vec<(&'static str, Vec<(f64, f64)>)> {
             (*name, roc(&pos, &neg))
         })
         .collect()
-}
-
-/// The markdown section for one stage.
-#[must_use]
-pub fn markdown(report: &SignalReport) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{} neighbours decided on boundary-fragmented tests (distance 1, not seeds), {} of them \
-         useful (they overlap gold their seed does not).\n",
-        report.neighbours, report.useful
-    );
-    out += "| signal | ROC AUC | useful: q1 / median / q3 | others: q1 / median / q3 |\n";
-    out += "| --- | ---: | --- | --- |\n";
-    for s in &report.signals {
-        let q = |q: &Quartiles| format!("{:.3} / {:.3} / {:.3}", q.q1, q.median, q.q3);
-        let _ = writeln!(
-            out,
-            "| {} | {:.3} | {} | {} |",
-            s.name,
-            s.auc,
-            q(&s.useful),
-            q(&s.other)
-        );
-    }
-    let (fpr, tpr) = report.paper_point;
-    let _ = writeln!(
-        out,
-        "\nThe paper's rule (SCAR margin > 0) accepts {:.1}% of the useful neighbours and {:.1}% \
-         of the others.",
-        100.0 * tpr,
-        100.0 * fpr
-    );
-    out
 }
 
 #[cfg(test)]

@@ -1,16 +1,4 @@
 //! The paired bootstrap and the paired effect size, with a small deterministic generator.
-//!
-//! For paired per-test values `a` (the candidate) and `b` (the baseline), the differences
-//! `d = a − b` are resampled with replacement `B` times; each resample's mean is one draw of
-//! the mean difference.
-//! - Interval: the 2.5th and 97.5th percentiles of the resampled means (percentile method;
-//!   the `q`-th percentile is the sorted draw at index `round(q·(B − 1))`).
-//! - p-value (two-sided): with `c` the resamples whose mean lies on the other side of 0 from
-//!   the observed mean or on 0, `p = min(1, 2·(c + 1)/(B + 1))`; the `+1`s keep a finite run
-//!   from claiming `p = 0`, so the smallest reportable value is `2/(B + 1)`. An observed mean of
-//!   exactly 0 has `p = 1`.
-//! - Cohen's d for paired data (`d_z`): mean of `d` / sample standard deviation of `d` (`n − 1`);
-//!   `None` when `n < 2` or every difference is the same (the ratio is undefined or infinite).
 
 use serde::{Deserialize, Serialize};
 
@@ -44,7 +32,7 @@ impl SplitMix64 {
 /// The default seed of evaluation runs.
 pub const DEFAULT_SEED: u64 = 0x5CA2_2026;
 
-/// What a paired bootstrap found; see the module documentation for each definition.
+/// What a paired bootstrap found; [`paired_bootstrap`] defines each value.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PairedBootstrap {
     /// Pairs.
@@ -72,6 +60,18 @@ pub struct PairedBootstrap {
 
 /// Bootstraps the mean of `candidate − baseline` over paired values; `None` when there are no
 /// pairs or the slices differ in length.
+///
+/// For paired per-test values `a` (the candidate) and `b` (the baseline), the differences
+/// `d = a − b` are resampled with replacement `B` times; each resample's mean is one draw of
+/// the mean difference.
+/// - Interval: the 2.5th and 97.5th percentiles of the resampled means (percentile method;
+///   the `q`-th percentile is the sorted draw at index `round(q·(B − 1))`).
+/// - p-value (two-sided): with `c` the resamples whose mean lies on the other side of 0 from
+///   the observed mean or on 0, `p = min(1, 2·(c + 1)/(B + 1))`; the `+1`s keep a finite run
+///   from claiming `p = 0`, so the smallest reportable value is `2/(B + 1)`. An observed mean of
+///   exactly 0 has `p = 1`.
+/// - Cohen's d for paired data (`d_z`): mean of `d` / sample standard deviation of `d` (`n − 1`);
+///   `None` when `n < 2` or every difference is the same (the ratio is undefined or infinite).
 #[must_use]
 pub fn paired_bootstrap(
     candidate: &[f64],
