@@ -80,12 +80,42 @@ impl RemoteModel {
         let agent = ureq::AgentBuilder::new()
             .timeout_connect(options.connect_timeout)
             .timeout_read(options.read_timeout)
+            // A redirect could lead the documents to a host the loopback rule refuses.
+            .redirects(0)
             .build();
         Ok(Self {
             endpoint,
             options,
             agent,
         })
+    }
+
+    /// The response when it is a stream of answer events; otherwise the error saying what came
+    /// back: where a redirect (never followed) leads, or the type and start of any other body.
+    fn event_stream(&self, response: ureq::Response) -> Result<ureq::Response> {
+        let status = response.status();
+        if (300..400).contains(&status) {
+            let location = response.header("Location").unwrap_or("nowhere");
+            return Err(self.server_error(format!(
+                "HTTP {status} redirects to {location}; redirects are not followed, give the \
+                 server's own address"
+            )));
+        }
+        let content_type = response.content_type().to_owned();
+        if content_type.eq_ignore_ascii_case("text/event-stream") {
+            return Ok(response);
+        }
+        let body = response.into_string().unwrap_or_default();
+        let start: String = body
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .chars()
+            .take(200)
+            .collect();
+        Err(self.server_error(format!(
+            "expected server-sent events (text/event-stream), got {content_type}: {start}"
+        )))
     }
 
     fn server_error(&self, reason: String) -> AnswerError {
@@ -171,12 +201,14 @@ impl Generator for RemoteModel {
             }
             ureq::Error::Transport(transport) => self.server_error(transport.to_string()),
         })?;
+        let response = self.event_stream(response)?;
         let mut text = String::new();
         let mut stop = StopReason::MaxTokens;
         let mut prompt_tokens = None;
         let mut generated_tokens = None;
         let mut pieces = 0;
         let mut first_token_at = None;
+        let mut events = 0;
         for line in BufReader::new(response.into_reader()).lines() {
             let line = line.map_err(|e| self.server_error(e.to_string()))?;
             let Some(data) = line.strip_prefix("data:").map(str::trim) else {
@@ -185,6 +217,7 @@ impl Generator for RemoteModel {
             if data == "[DONE]" {
                 break;
             }
+            events += 1;
             let chunk: StreamChunk = serde_json::from_str(data)
                 .map_err(|e| self.server_error(format!("unreadable event {data:?}: {e}")))?;
             if let Some(usage) = chunk.usage {
@@ -209,6 +242,11 @@ impl Generator for RemoteModel {
                 None => {}
             }
         }
+        if events == 0 {
+            return Err(self.server_error(
+                "the answer was an event stream (text/event-stream) with no data event".to_owned(),
+            ));
+        }
         let total = started.elapsed();
         Ok(Generation {
             text,
@@ -223,6 +261,8 @@ impl Generator for RemoteModel {
 
 #[cfg(test)]
 mod tests {
+    use scar_test_support::http::{CannedServer, event_stream, response};
+
     use super::*;
 
     #[test]
@@ -273,5 +313,93 @@ mod tests {
             })
             .unwrap_err();
         assert!(error.to_string().contains("127.0.0.1:9"), "{error}");
+    }
+
+    fn prompt() -> Prompt {
+        Prompt {
+            system: "s".to_owned(),
+            user: "u".to_owned(),
+            sources: Vec::new(),
+        }
+    }
+
+    /// What generating against the first response of `server` gives, and the text streamed.
+    fn generate_at(server: &CannedServer) -> (Result<Generation>, String) {
+        let mut model = RemoteModel::new(RemoteOptions::new(server.url("/v1"), "m")).unwrap();
+        let mut streamed = String::new();
+        let result = model.generate(&prompt(), &GenerationParams::default(), &mut |piece| {
+            streamed.push_str(piece);
+            ControlFlow::Continue(())
+        });
+        (result, streamed)
+    }
+
+    #[test]
+    fn streams_the_pieces_of_an_event_stream() {
+        let server = CannedServer::start(vec![event_stream(&["Hello", ", world"])]);
+        let (result, streamed) = generate_at(&server);
+        let generation = result.unwrap();
+        assert_eq!(generation.text, "Hello, world");
+        assert_eq!(streamed, "Hello, world");
+        assert_eq!(generation.stop, StopReason::EndOfTurn);
+        assert_eq!(generation.prompt_tokens, Some(100));
+        let requests = server.requests();
+        assert!(requests[0].starts_with("POST /v1/chat/completions "));
+        assert!(requests[0].contains(r#""stream":true"#), "{}", requests[0]);
+    }
+
+    #[test]
+    fn redirects_are_refused_and_name_where_they_lead() {
+        for status in [
+            "301 Moved Permanently",
+            "302 Found",
+            "307 Temporary Redirect",
+            "308 Permanent Redirect",
+        ] {
+            // Another server that must never see the documents.
+            let elsewhere = CannedServer::start(vec![event_stream(&["leaked"])]);
+            let location = elsewhere.url("/v1/chat/completions");
+            let server =
+                CannedServer::start(vec![response(status, &[("Location", &location)], "")]);
+            let (result, streamed) = generate_at(&server);
+            let error = result.unwrap_err().to_string();
+            let code = &status[..3];
+            assert!(
+                error.contains(&format!("HTTP {code}")) && error.contains(&location),
+                "{status}: {error}"
+            );
+            assert!(streamed.is_empty());
+            assert!(elsewhere.requests().is_empty(), "{status} was followed");
+        }
+    }
+
+    #[test]
+    fn an_answer_that_is_not_an_event_stream_says_what_came_back() {
+        let json = response(
+            "200 OK",
+            &[("Content-Type", "application/json")],
+            r#"{"choices":[{"message":{"content":"hi"}}]}"#,
+        );
+        let html = response(
+            "200 OK",
+            &[("Content-Type", "text/html; charset=utf-8")],
+            "<!DOCTYPE html>\n<html><title>Router login</title></html>",
+        );
+        let silent = response(
+            "200 OK",
+            &[("Content-Type", "text/event-stream")],
+            ": keep-alive\n\n",
+        );
+        for (answer, words) in [
+            (json, ["application/json", r#"{"choices""#]),
+            (html, ["text/html", "Router login"]),
+            (silent, ["no data event", "text/event-stream"]),
+        ] {
+            let server = CannedServer::start(vec![answer]);
+            let error = generate_at(&server).0.unwrap_err().to_string();
+            for word in words {
+                assert!(error.contains(word), "{word:?} not in {error}");
+            }
+        }
     }
 }

@@ -16,6 +16,7 @@ use scar_retrieve::Retriever;
 
 use crate::search_command::{comparison, short};
 use crate::settings::Settings;
+use crate::terminal::inert;
 
 /// Version of the JSON layout `scar ask --json` prints.
 const SCHEMA_VERSION: &str = "scar.answer/2";
@@ -40,7 +41,7 @@ pub fn run(settings: &Settings, query: &str, json: bool) -> Result<ExitCode> {
         ..GenerationParams::default()
     };
     if !json {
-        outln!("{} {}", style("question:").bold(), report.query);
+        outln!("{} {}", style("question:").bold(), inert(&report.query));
         outln!("{}\n", style(comparison(&report, &baseline)).dim());
     }
     let mut stdout = std::io::stdout();
@@ -49,7 +50,7 @@ pub fn run(settings: &Settings, query: &str, json: bool) -> Result<ExitCode> {
         if json {
             return ControlFlow::Continue(());
         }
-        match write!(stdout, "{piece}").and_then(|()| stdout.flush()) {
+        match write!(stdout, "{}", inert(piece)).and_then(|()| stdout.flush()) {
             Ok(()) => ControlFlow::Continue(()),
             // Nobody reads the answer any more (a closed pipe): stop generating it.
             Err(error) => {
@@ -105,7 +106,7 @@ fn print_sources(answer: &Answer) -> Result<()> {
         outln!(
             "[{}] {} ¶{}  {mark}",
             source.number,
-            short(&source.document),
+            inert(short(&source.document)),
             source.ordinal
         );
     }

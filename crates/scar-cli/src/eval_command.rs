@@ -11,6 +11,7 @@ use scar_retrieve::{FirstStage, Retriever};
 
 use crate::display_path;
 use crate::settings::{SearchFlags, Settings, Source};
+use crate::terminal::inert;
 
 /// Tests in a `--quick` run, spread evenly over the benchmark.
 const QUICK_TESTS: usize = 20;
@@ -68,7 +69,7 @@ pub fn run(settings: &Settings, args: &EvalArgs) -> Result<ExitCode> {
         eprintln!(
             "note: {} snippet paths were found by file name only (e.g. {})",
             resolved.fallbacks,
-            resolved.fallback_example.as_deref().unwrap_or_default()
+            inert(resolved.fallback_example.as_deref().unwrap_or_default())
         );
     }
     let retriever = retriever(settings, &resolved, args.json)?;
@@ -123,7 +124,7 @@ pub fn run(settings: &Settings, args: &EvalArgs) -> Result<ExitCode> {
             data.problems.len()
         );
         for problem in data.problems.iter().take(5) {
-            eprintln!("  {problem}");
+            eprintln!("  {}", inert(problem));
         }
         if data.problems.len() > 5 {
             eprintln!("  … (all of them in {})", display_path(&paths[1]));
@@ -204,8 +205,8 @@ fn retriever(settings: &Settings, resolved: &Resolved, quiet: bool) -> Result<Re
         for skipped in &report.skipped {
             eprintln!(
                 "skipped {}: {}",
-                display_path(&skipped.path),
-                skipped.reason
+                inert(&display_path(&skipped.path)),
+                inert(&skipped.reason)
             );
         }
     }

@@ -15,6 +15,7 @@ use scar_index::{
 };
 
 use crate::settings::{Settings, Source};
+use crate::terminal::inert;
 use crate::{display_path, index_exit};
 
 // Each bool is an independent command-line flag.
@@ -286,15 +287,15 @@ fn index_into(
         for skipped in &report.skipped {
             eprintln!(
                 "skipped {}: {}",
-                display_path(&skipped.path),
-                skipped.reason
+                inert(&display_path(&skipped.path)),
+                inert(&skipped.reason)
             );
         }
         for warning in &report.warnings {
             eprintln!(
                 "warning {}: {}",
-                display_path(&warning.path),
-                warning.reason
+                inert(&display_path(&warning.path)),
+                inert(&warning.reason)
             );
         }
         let seconds = report.elapsed.as_secs_f64();

@@ -8,6 +8,7 @@ use scar_index::Index;
 
 use crate::display_path;
 use crate::settings::Settings;
+use crate::terminal::inert;
 
 #[derive(Debug, clap::Args)]
 pub struct InspectArgs {
@@ -39,7 +40,7 @@ pub fn run(settings: &Settings, args: &InspectArgs) -> Result<ExitCode> {
             );
         } else {
             for problem in &problems {
-                outln!("{problem}");
+                outln!("{}", inert(problem));
             }
         }
         return Ok(if problems.is_empty() {
@@ -76,15 +77,15 @@ pub fn run(settings: &Settings, args: &InspectArgs) -> Result<ExitCode> {
             outln!(
                 "chunk {} = {} ¶{} (chars {}..{}, {} tokens)\nheadings: {}\ncontinuity with previous: {}, with next: {}\n\n{}",
                 chunk.id,
-                display_path(&chunk.document.path),
+                inert(&display_path(&chunk.document.path)),
                 chunk.ordinal,
                 chunk.chars.start,
                 chunk.chars.end,
                 chunk.token_count,
-                chunk.heading_path,
+                inert(&chunk.heading_path),
                 fmt(continuity_prev),
                 fmt(continuity_next),
-                chunk.text
+                inert(&chunk.text)
             );
         }
         return Ok(ExitCode::SUCCESS);
@@ -110,7 +111,7 @@ fn print_summary(index: &Index) -> Result<()> {
     outln!(
         "index {}\nmodel {} ({} dimensions, {:?} pooling), vectors {:?}\nchunker {:?}, capacity {}, overlap {}, headings prepended: {}\n{} documents, {} chunks",
         index.dir().display(),
-        manifest.model.id,
+        inert(&manifest.model.id),
         manifest.model.dimension,
         manifest.model.pooling,
         manifest.vectors,
@@ -136,7 +137,7 @@ fn print_summary(index: &Index) -> Result<()> {
         outln!(
             "  {:>6} chunks  {}",
             document.chunk_count,
-            display_path(&document.path)
+            inert(&display_path(&document.path))
         );
     }
     Ok(())

@@ -16,6 +16,7 @@ mod inspect_command;
 mod models_command;
 mod search_command;
 mod settings;
+mod terminal;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -102,9 +103,10 @@ fn main() -> ExitCode {
         // The reader went away (`scar search … | head`): what it wanted, it has.
         Err(error) if closed_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error}");
+            // Messages may quote a document or a server's reply.
+            eprintln!("error: {}", terminal::inert(&error.to_string()));
             for cause in error.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
+                eprintln!("  caused by: {}", terminal::inert(&cause.to_string()));
             }
             ExitCode::FAILURE
         }

@@ -9,6 +9,7 @@ use scar_policy::{NeighbourRecord, Options, Outcome, Policy, Side};
 use scar_retrieve::{Retriever, SearchReport};
 
 use crate::settings::Settings;
+use crate::terminal::inert;
 
 pub fn run(settings: &Settings, query: &str, json: bool, full: bool) -> Result<ExitCode> {
     let options = settings.policy()?;
@@ -39,7 +40,7 @@ fn print_report(
     outln!(
         "{} {}\n{}",
         style("question:").bold(),
-        report.query,
+        inert(&report.query),
         style(format!(
             "{} first stage, k = {}, {}",
             report.first_stage, report.k, ledger.policy
@@ -52,7 +53,7 @@ fn print_report(
             |c| {
                 format!(
                     "{} ¶{}",
-                    short(&c.document.path.to_string_lossy()),
+                    inert(short(&c.document.path.to_string_lossy())),
                     c.ordinal
                 )
             },
@@ -94,12 +95,12 @@ fn print_report(
         let heading = if chunk.heading_path.is_empty() {
             String::new()
         } else {
-            format!("  {}", chunk.heading_path)
+            format!("  {}", inert(&chunk.heading_path))
         };
         outln!(
             "[{}] {} ¶{} ({role}, {} tokens){}",
             n + 1,
-            short(&chunk.document),
+            inert(short(&chunk.document)),
             chunk.ordinal,
             chunk.tokens,
             style(heading).dim()
@@ -110,7 +111,7 @@ fn print_report(
             preview(&chunk.text)
         };
         for line in text.lines() {
-            outln!("    {line}");
+            outln!("    {}", inert(line));
         }
     }
     outln!("\n{}", comparison(report, baseline));

@@ -1,5 +1,7 @@
 //! `scar ask`: the context answered by the local `SmolLM2` model, with citations and prompt sizes.
 
+use scar_test_support::http::{CannedServer, event_stream, response};
+
 use crate::common::{example_index, fails_with, run, scar};
 
 const QUESTION: &str = "What does it cost to take my kayak on the ferry?";
@@ -65,4 +67,18 @@ fn bad_chat_models_and_servers_are_one_clear_error() {
         scar(index).args(["ask", QUESTION, "--llm-url", "http://127.0.0.1:9/v1"]),
         "chat server http://127.0.0.1:9/v1/chat/completions",
     );
+}
+
+#[test]
+fn a_server_that_redirects_elsewhere_is_refused() {
+    let elsewhere = CannedServer::start(vec![event_stream(&["leaked"])]);
+    let location = elsewhere.url("/v1/chat/completions");
+    let server = CannedServer::start(vec![response("302 Found", &[("Location", &location)], "")]);
+    fails_with(
+        scar(example_index())
+            .args(["ask", QUESTION, "--k", "1", "--llm-url"])
+            .arg(server.url("/v1")),
+        &format!("HTTP 302 redirects to {location}"),
+    );
+    assert!(elsewhere.requests().is_empty(), "the redirect was followed");
 }

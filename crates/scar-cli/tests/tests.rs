@@ -8,3 +8,4 @@ mod eval;
 mod hnsw;
 mod rfc;
 mod settings;
+mod terminal;

@@ -7,6 +7,8 @@
 
 #![allow(clippy::missing_panics_doc)]
 
+pub mod http;
+
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::AtomicBool;
