@@ -21,6 +21,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use scar_core::ErrorChain;
 use settings::{AnswerFlags, SearchFlags, SettingFlags, Settings};
 
 // Model inference allocates and frees large tensors at a high rate; glibc's malloc serves each
@@ -102,8 +103,9 @@ fn main() -> ExitCode {
         // The reader went away (`scar search … | head`): what it wanted, it has.
         Err(error) if closed_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error}");
-            for cause in error.chain().skip(1) {
+            let mut messages = ErrorChain(error.as_ref()).messages().into_iter();
+            eprintln!("error: {}", messages.next().unwrap_or_default());
+            for cause in messages {
                 eprintln!("  caused by: {cause}");
             }
             ExitCode::FAILURE
