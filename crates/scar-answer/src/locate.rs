@@ -92,9 +92,9 @@ impl LlmLocator {
                 ),
             });
         }
-        let download_error = |e: hf_hub::api::sync::ApiError| AnswerError::Download {
+        let download_error = |source| AnswerError::Download {
             model: name.to_owned(),
-            reason: e.to_string(),
+            source,
         };
         hf_hub::api::sync::ApiBuilder::from_cache(self.hub_cache.clone())
             .with_progress(true)

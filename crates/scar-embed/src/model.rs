@@ -190,9 +190,9 @@ impl ModelLocator {
             return Err(self.not_found(name));
         }
         let (id, revision) = hub_coordinates(name);
-        let hub_error = |e: hf_hub::api::sync::ApiError| EmbedError::Download {
+        let hub_error = |source| EmbedError::Download {
             model: id.to_owned(),
-            reason: e.to_string(),
+            source,
         };
         let api = hf_hub::api::sync::ApiBuilder::from_cache(self.hub_cache.clone())
             .with_progress(true)
@@ -301,14 +301,12 @@ struct SentenceTransformersConfig {
 }
 
 pub(crate) fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
-    let text = fs_err::read_to_string(path).map_err(|e| EmbedError::BadFile {
+    let unreadable = |source: Box<dyn std::error::Error + Send + Sync>| EmbedError::Unreadable {
         path: path.to_owned(),
-        reason: e.to_string(),
-    })?;
-    serde_json::from_str(&text).map_err(|e| EmbedError::BadFile {
-        path: path.to_owned(),
-        reason: e.to_string(),
-    })
+        source,
+    };
+    let text = fs_err::read_to_string(path).map_err(|e| unreadable(e.into()))?;
+    serde_json::from_str(&text).map_err(|e| unreadable(e.into()))
 }
 
 impl ModelTraits {
