@@ -20,20 +20,22 @@ pub enum AnswerError {
         files: Vec<String>,
     },
     /// hf-hub could not download the model.
-    #[error("downloading `{model}` failed: {reason}")]
+    #[error("downloading `{model}` failed")]
     Download {
         /// The name asked for.
         model: String,
-        /// hf-hub's message.
-        reason: String,
+        /// hf-hub's error.
+        source: hf_hub::api::sync::ApiError,
     },
     /// The file is not a usable GGUF model.
     #[error("{path}: not a usable GGUF chat model: {reason}")]
     BadModel {
         /// The file.
         path: PathBuf,
-        /// What is wrong.
+        /// What is wrong, in our words.
         reason: String,
+        /// The error of candle or the tokenizer that found it, if one did.
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     /// A model family this build cannot run.
     #[error(
@@ -46,11 +48,16 @@ pub enum AnswerError {
         architecture: String,
     },
     /// The GGUF vocabulary cannot be rebuilt as a tokenizer.
-    #[error("cannot build the tokenizer: {0}")]
-    UnsupportedTokenizer(String),
+    #[error("cannot build the tokenizer: {reason}")]
+    UnsupportedTokenizer {
+        /// What is missing or unknown, in our words.
+        reason: String,
+        /// The error of the tokenizers crate that refused it, if one did.
+        source: Option<tokenizers::Error>,
+    },
     /// Tokenizing or decoding failed.
-    #[error("tokenizer: {0}")]
-    Tokenizer(String),
+    #[error("the tokenizer failed")]
+    Tokenizer(#[source] tokenizers::Error),
     /// The prompt and the answer would not fit in the model's context.
     #[error(
         "the prompt has {prompt_tokens} tokens and {max_tokens} more may be generated, but the \
@@ -64,7 +71,8 @@ pub enum AnswerError {
         /// The model's context length.
         context_length: usize,
     },
-    /// The device could not be opened.
+    /// The device could not be opened. Transparent: the embedding crate's error already says
+    /// which device, and its cause stays the source.
     #[error(transparent)]
     Device(scar_embed::EmbedError),
     /// The server URL is unusable.
@@ -72,19 +80,23 @@ pub enum AnswerError {
     BadServerUrl {
         /// The URL given.
         url: String,
-        /// What is wrong with it.
+        /// What is wrong with it, in our words.
         reason: String,
+        /// The URL parser's error, if it refused the URL.
+        source: Option<url::ParseError>,
     },
     /// The server failed or could not be reached.
     #[error("chat server {url}: {reason}")]
     Server {
         /// The endpoint.
         url: String,
-        /// What happened.
+        /// What happened, in our words (with the server's own for an HTTP error).
         reason: String,
+        /// The error of the connection or of the event parser, if one failed.
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     /// A tensor operation failed.
-    #[error("model: {0}")]
+    #[error("running the model failed")]
     Candle(#[from] candle_core::Error),
     /// Reading a file failed.
     #[error(transparent)]

@@ -28,7 +28,14 @@ const CONTROL_TOKEN: i32 = 3;
 /// Builds the tokenizer from GGUF metadata.
 pub fn from_metadata(metadata: &HashMap<String, Value>) -> Result<Tokenizer> {
     let text = |key: &str| metadata.get(key).and_then(|v| v.to_string().ok());
-    let unsupported = |what: String| AnswerError::UnsupportedTokenizer(what);
+    let unsupported = |reason: String| AnswerError::UnsupportedTokenizer {
+        reason,
+        source: None,
+    };
+    let refused = |reason: &str, source: tokenizers::Error| AnswerError::UnsupportedTokenizer {
+        reason: reason.to_owned(),
+        source: Some(source),
+    };
     let kind = text("tokenizer.ggml.model").map_or("", String::as_str);
     if kind != "gpt2" {
         return Err(unsupported(format!(
@@ -62,7 +69,7 @@ pub fn from_metadata(metadata: &HashMap<String, Value>) -> Result<Tokenizer> {
                         SplitDelimiterBehavior::Isolated,
                         false,
                     )
-                    .map_err(|e| unsupported(e.to_string()))?,
+                    .map_err(|e| refused("Llama 3's split pattern is refused", e))?,
                 ),
                 PreTokenizerWrapper::ByteLevel(ByteLevel::new(false, true, false)),
             ]),
@@ -89,7 +96,7 @@ pub fn from_metadata(metadata: &HashMap<String, Value>) -> Result<Tokenizer> {
         .vocab_and_merges(vocab, merges)
         .ignore_merges(ignore_merges)
         .build()
-        .map_err(|e| unsupported(e.to_string()))?;
+        .map_err(|e| refused("the vocabulary and merges are refused", e))?;
     let mut tokenizer = Tokenizer::new(bpe);
     tokenizer.with_pre_tokenizer(Some(pre_tokenizer));
     tokenizer.with_decoder(Some(DecoderWrapper::ByteLevel(ByteLevel::default())));
@@ -105,12 +112,15 @@ pub fn from_metadata(metadata: &HashMap<String, Value>) -> Result<Tokenizer> {
         .collect();
     tokenizer
         .add_special_tokens(special)
-        .map_err(|e| unsupported(e.to_string()))?;
+        .map_err(|e| refused("the control tokens are refused", e))?;
     Ok(tokenizer)
 }
 
 fn string_array(metadata: &HashMap<String, Value>, key: &str) -> Result<Vec<String>> {
-    let missing = || AnswerError::UnsupportedTokenizer(format!("no {key} in the GGUF metadata"));
+    let missing = || AnswerError::UnsupportedTokenizer {
+        reason: format!("no {key} in the GGUF metadata"),
+        source: None,
+    };
     metadata
         .get(key)
         .and_then(|v| v.to_vec().ok())

@@ -68,12 +68,16 @@ impl LocalModel {
     /// Loads a GGUF file: weights, tokenizer (a `tokenizer.json` beside the file, else the one
     /// the GGUF carries), chat template and stop tokens.
     pub fn load(path: &Path, options: &LoadOptions) -> Result<Self> {
-        let bad = |reason: String| AnswerError::BadModel {
-            path: path.to_owned(),
-            reason,
+        let bad = |reason: &str, source: Option<Box<dyn std::error::Error + Send + Sync>>| {
+            AnswerError::BadModel {
+                path: path.to_owned(),
+                reason: reason.to_owned(),
+                source,
+            }
         };
         let mut file = fs_err::File::open(path).map_err(AnswerError::Io)?;
-        let content = Content::read(&mut file).map_err(|e| bad(e.to_string()))?;
+        let content =
+            Content::read(&mut file).map_err(|e| bad("unreadable GGUF", Some(e.into())))?;
         let metadata = &content.metadata;
         let text = |key: &str| metadata.get(key).and_then(|v| v.to_string().ok()).cloned();
         let architecture = text("general.architecture").unwrap_or_default();
@@ -85,7 +89,8 @@ impl LocalModel {
         }
         let beside = path.with_file_name("tokenizer.json");
         let tokenizer = if beside.is_file() {
-            Tokenizer::from_file(&beside).map_err(|e| bad(format!("{}: {e}", beside.display())))?
+            Tokenizer::from_file(&beside)
+                .map_err(|e| bad(&format!("cannot read {}", beside.display()), Some(e)))?
         } else {
             gguf_tokenizer::from_metadata(metadata)?
         };
@@ -96,7 +101,7 @@ impl LocalModel {
                 .values()
                 .map(|t| t.content.as_str()),
         )
-        .ok_or_else(|| bad("no ChatML or Llama 3 chat template".to_owned()))?;
+        .ok_or_else(|| bad("no ChatML or Llama 3 chat template", None))?;
         let number = |key: &str| metadata.get(key).and_then(|v| v.to_u32().ok());
         let eos = number("tokenizer.ggml.eos_token_id");
         let mut stop_tokens: Vec<u32> = template
@@ -118,10 +123,11 @@ impl LocalModel {
         let context_length = number("llama.context_length").map_or(2048, |n| n as usize);
         let device = options.device.open().map_err(AnswerError::Device)?;
         let (weights, requantized) = if options.requantize {
-            load_requantized(content, &mut file, &device).map_err(|e| bad(e.to_string()))?
+            load_requantized(content, &mut file, &device)
+                .map_err(|e| bad("cannot load the weights", Some(e.into())))?
         } else {
             let weights = ModelWeights::from_gguf(content, &mut file, &device)
-                .map_err(|e| bad(e.to_string()))?;
+                .map_err(|e| bad("cannot load the weights", Some(e.into())))?;
             (weights, 0)
         };
         Ok(Self {
@@ -169,7 +175,7 @@ impl LocalModel {
         let encoding = self
             .tokenizer
             .encode(text, false)
-            .map_err(|e| AnswerError::Tokenizer(e.to_string()))?;
+            .map_err(AnswerError::Tokenizer)?;
         Ok(self
             .bos_token
             .into_iter()
@@ -242,7 +248,7 @@ impl Generator for LocalModel {
             let text = self
                 .tokenizer
                 .decode(&generated, true)
-                .map_err(|e| AnswerError::Tokenizer(e.to_string()))?;
+                .map_err(AnswerError::Tokenizer)?;
             if text.len() > streamed.len() && !text.ends_with('\u{fffd}') {
                 let cancelled = text
                     .get(streamed.len()..)
@@ -259,7 +265,7 @@ impl Generator for LocalModel {
         let text = self
             .tokenizer
             .decode(&generated, true)
-            .map_err(|e| AnswerError::Tokenizer(e.to_string()))?;
+            .map_err(AnswerError::Tokenizer)?;
         // The tail held back while it ended inside a character.
         if stop != StopReason::Cancelled
             && let Some(rest) = text.get(streamed.len()..).filter(|r| !r.is_empty())

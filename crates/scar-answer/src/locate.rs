@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use scar_embed::locate::{Found, HubFiles, LocateError, ModelSearch};
+
 use crate::{AnswerError, Result};
 
 /// The chat model used when none is named: small enough for any laptop.
@@ -33,12 +35,11 @@ pub const KNOWN_LLMS: &[KnownLlm] = &[KnownLlm {
 ///
 /// A name is a `.gguf` file, a folder holding one, a known short name (looked up in
 /// `models_dir/<name>/`, then the Hugging Face cache, then downloaded at its pinned revision),
-/// or `org/repo:file.gguf` for any file on the hub (revision `main`).
+/// or `org/repo:file.gguf` for any file on the hub (revision `main`). The search after the
+/// explicit file or folder is the embedding models' [`ModelSearch`].
 #[derive(Debug, Clone)]
 pub struct LlmLocator {
-    models_dir: PathBuf,
-    hub_cache: hf_hub::Cache,
-    offline: bool,
+    search: ModelSearch,
 }
 
 impl LlmLocator {
@@ -47,17 +48,16 @@ impl LlmLocator {
     #[must_use]
     pub fn from_env(models_dir: impl Into<PathBuf>) -> Self {
         Self {
-            models_dir: models_dir.into(),
-            hub_cache: hf_hub::Cache::from_env(),
-            offline: scar_embed::hub_offline(),
+            search: ModelSearch::from_env(models_dir),
         }
     }
 
     /// Forbids (or allows) downloads.
     #[must_use]
-    pub fn offline(mut self, offline: bool) -> Self {
-        self.offline = offline;
-        self
+    pub fn offline(self, offline: bool) -> Self {
+        Self {
+            search: self.search.offline(offline),
+        }
     }
 
     /// The GGUF file for `name`, downloading it when it is missing and downloads are allowed.
@@ -70,39 +70,25 @@ impl LlmLocator {
             return single_gguf(explicit);
         }
         let (folder, repo, revision, file) = self.hub_coordinates(name)?;
-        let installed = self.models_dir.join(folder);
-        if installed.is_dir() {
-            return single_gguf(&installed);
-        }
-        let hub_repo = hf_hub::Repo::with_revision(
-            repo.to_owned(),
-            hf_hub::RepoType::Model,
-            revision.to_owned(),
-        );
-        if let Some(cached) = self.hub_cache.repo(hub_repo.clone()).get(file) {
-            return Ok(cached);
-        }
-        if self.offline {
-            return Err(AnswerError::ModelNotFound {
-                model: name.to_owned(),
-                searched: format!(
-                    "{}, the Hugging Face cache {} (offline)",
-                    self.models_dir.display(),
-                    self.hub_cache.path().display()
-                ),
-            });
-        }
-        let download_error = |e: hf_hub::api::sync::ApiError| AnswerError::Download {
-            model: name.to_owned(),
-            reason: e.to_string(),
+        let hub = HubFiles {
+            repo,
+            revision,
+            file,
+            also_required: &[],
+            optional: &[],
         };
-        hf_hub::api::sync::ApiBuilder::from_cache(self.hub_cache.clone())
-            .with_progress(true)
-            .build()
-            .map_err(download_error)?
-            .repo(hub_repo)
-            .get(file)
-            .map_err(download_error)
+        match self.search.find(folder, &hub) {
+            Ok(Found::Installed(dir)) => single_gguf(&dir),
+            Ok(Found::Hub(path)) => Ok(path),
+            Err(LocateError::Offline) => Err(AnswerError::ModelNotFound {
+                model: name.to_owned(),
+                searched: self.search.searched(folder),
+            }),
+            Err(LocateError::Download(source)) => Err(AnswerError::Download {
+                model: name.to_owned(),
+                source,
+            }),
+        }
     }
 
     /// `(folder under models/, repository, revision, file)` for a known name or an
@@ -134,7 +120,7 @@ impl LlmLocator {
                         .map(|m| m.name)
                         .collect::<Vec<_>>()
                         .join(", "),
-                    self.models_dir.display()
+                    self.search.models_dir().display()
                 ),
             }),
         }
@@ -174,9 +160,9 @@ mod tests {
 
     fn locator(models: &Path, cache: &Path) -> LlmLocator {
         LlmLocator {
-            models_dir: models.to_owned(),
-            hub_cache: hf_hub::Cache::new(cache.to_owned()),
-            offline: true,
+            search: ModelSearch::from_env(models)
+                .with_hub_cache(cache)
+                .offline(true),
         }
     }
 

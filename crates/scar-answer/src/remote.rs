@@ -57,26 +57,28 @@ pub struct RemoteModel {
 impl RemoteModel {
     /// Checks the URL (http or https; a loopback host unless allowed otherwise).
     pub fn new(options: RemoteOptions) -> Result<Self> {
-        let bad = |reason: &str| AnswerError::BadServerUrl {
+        let bad = |reason: &str, source| AnswerError::BadServerUrl {
             url: options.base_url.clone(),
             reason: reason.to_owned(),
+            source,
         };
-        let base =
-            Url::parse(options.base_url.trim_end_matches('/')).map_err(|e| bad(&e.to_string()))?;
+        let base = Url::parse(options.base_url.trim_end_matches('/'))
+            .map_err(|e| bad("not a URL", Some(e)))?;
         if !matches!(base.scheme(), "http" | "https") {
-            return Err(bad("only http and https are supported"));
+            return Err(bad("only http and https are supported", None));
         }
-        let host = base.host_str().ok_or_else(|| bad("no host"))?;
+        let host = base.host_str().ok_or_else(|| bad("no host", None))?;
         if !options.allow_remote_host && !is_loopback(host) {
             return Err(bad(
                 "not a loopback address; allow other hosts explicitly to send documents there",
+                None,
             ));
         }
         let endpoint = Url::parse(&format!(
             "{}/chat/completions",
             base.as_str().trim_end_matches('/')
         ))
-        .map_err(|e| bad(&e.to_string()))?;
+        .map_err(|e| bad("no chat endpoint under it", Some(e)))?;
         let agent = ureq::AgentBuilder::new()
             .timeout_connect(options.connect_timeout)
             .timeout_read(options.read_timeout)
@@ -96,10 +98,13 @@ impl RemoteModel {
         let status = response.status();
         if (300..400).contains(&status) {
             let location = response.header("Location").unwrap_or("nowhere");
-            return Err(self.server_error(format!(
-                "HTTP {status} redirects to {location}; redirects are not followed, give the \
+            return Err(self.server_error(
+                format!(
+                    "HTTP {status} redirects to {location}; redirects are not followed, give the \
                  server's own address"
-            )));
+                ),
+                None,
+            ));
         }
         let content_type = response.content_type().to_owned();
         if content_type.eq_ignore_ascii_case("text/event-stream") {
@@ -113,15 +118,21 @@ impl RemoteModel {
             .chars()
             .take(200)
             .collect();
-        Err(self.server_error(format!(
-            "expected server-sent events (text/event-stream), got {content_type}: {start}"
-        )))
+        Err(self.server_error(
+            format!("expected server-sent events (text/event-stream), got {content_type}: {start}"),
+            None,
+        ))
     }
 
-    fn server_error(&self, reason: String) -> AnswerError {
+    fn server_error(
+        &self,
+        reason: impl Into<String>,
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> AnswerError {
         AnswerError::Server {
             url: self.endpoint.to_string(),
-            reason,
+            reason: reason.into(),
+            source,
         }
     }
 }
@@ -197,9 +208,11 @@ impl Generator for RemoteModel {
         let response = request.send_json(body).map_err(|error| match error {
             ureq::Error::Status(code, response) => {
                 let detail = response.into_string().unwrap_or_default();
-                self.server_error(format!("HTTP {code}: {}", detail.trim()))
+                self.server_error(format!("HTTP {code}: {}", detail.trim()), None)
             }
-            ureq::Error::Transport(transport) => self.server_error(transport.to_string()),
+            ureq::Error::Transport(transport) => {
+                self.server_error("the request failed", Some(Box::new(transport)))
+            }
         })?;
         let response = self.event_stream(response)?;
         let mut text = String::new();
@@ -210,7 +223,8 @@ impl Generator for RemoteModel {
         let mut first_token_at = None;
         let mut events = 0;
         for line in BufReader::new(response.into_reader()).lines() {
-            let line = line.map_err(|e| self.server_error(e.to_string()))?;
+            let line = line
+                .map_err(|e| self.server_error("the answer stream broke off", Some(Box::new(e))))?;
             let Some(data) = line.strip_prefix("data:").map(str::trim) else {
                 continue;
             };
@@ -218,8 +232,9 @@ impl Generator for RemoteModel {
                 break;
             }
             events += 1;
-            let chunk: StreamChunk = serde_json::from_str(data)
-                .map_err(|e| self.server_error(format!("unreadable event {data:?}: {e}")))?;
+            let chunk: StreamChunk = serde_json::from_str(data).map_err(|e| {
+                self.server_error(format!("unreadable event {data:?}"), Some(Box::new(e)))
+            })?;
             if let Some(usage) = chunk.usage {
                 prompt_tokens = usage.prompt_tokens;
                 generated_tokens = usage.completion_tokens;
@@ -244,7 +259,8 @@ impl Generator for RemoteModel {
         }
         if events == 0 {
             return Err(self.server_error(
-                "the answer was an event stream (text/event-stream) with no data event".to_owned(),
+                "the answer was an event stream (text/event-stream) with no data event",
+                None,
             ));
         }
         let total = started.elapsed();

@@ -22,6 +22,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use scar_core::ErrorChain;
 use settings::{AnswerFlags, SearchFlags, SettingFlags, Settings};
 
 // Model inference allocates and frees large tensors at a high rate; glibc's malloc serves each
@@ -104,9 +105,13 @@ fn main() -> ExitCode {
         Err(error) if closed_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             // Messages may quote a document or a server's reply.
-            eprintln!("error: {}", terminal::inert(&error.to_string()));
-            for cause in error.chain().skip(1) {
-                eprintln!("  caused by: {}", terminal::inert(&cause.to_string()));
+            let mut messages = ErrorChain(error.as_ref()).messages().into_iter();
+            eprintln!(
+                "error: {}",
+                terminal::inert(&messages.next().unwrap_or_default())
+            );
+            for cause in messages {
+                eprintln!("  caused by: {}", terminal::inert(&cause));
             }
             ExitCode::FAILURE
         }

@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
+use scar_core::ErrorChain;
 use scar_embed::{KNOWN_MODELS, ModelLocator};
 
 use crate::settings::Settings;
@@ -25,7 +26,7 @@ pub fn run(settings: &Settings, action: &ModelsAction) -> Result<ExitCode> {
             for model in KNOWN_MODELS {
                 let place = match locator.find_local(model.id) {
                     Some(Ok(files)) => format!("installed at {}", files.dir.display()),
-                    Some(Err(error)) => format!("broken: {error}"),
+                    Some(Err(error)) => format!("broken: {}", ErrorChain(&error)),
                     None => "not installed".to_owned(),
                 };
                 let default = if model.id == scar_embed::DEFAULT_MODEL {

@@ -26,6 +26,27 @@ fn empty_question_and_zero_k_are_refused() {
 }
 
 #[test]
+fn a_cause_is_printed_once_under_its_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("manifest.json");
+    std::fs::write(&manifest, "{").unwrap();
+    let output = scar(dir.path())
+        .args(["search", "anything"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let cause = "EOF while parsing an object at line 1 column 1";
+    assert_eq!(
+        stderr,
+        format!(
+            "error: {} is damaged: unreadable JSON\n  caused by: {cause}\n",
+            manifest.display()
+        )
+    );
+}
+
+#[test]
 fn a_missing_model_names_the_fix() {
     let dir = tempfile::tempdir().unwrap();
     let docs = workspace().join("assets/example");

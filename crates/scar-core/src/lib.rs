@@ -2,7 +2,8 @@
 //!
 //! A chunk is addressed by a [`ChunkId`], dense and stable within one index. Adjacency, the
 //! thing SCAR walks, is (document, ordinal): [`Position`]; a step goes to one [`Side`], across a
-//! cut of some [`SeamKind`].
+//! cut of some [`SeamKind`]. An error is shown to a person, with each of its causes once,
+//! through [`ErrorChain`].
 //!
 //! ```
 //! use scar_core::{cosine, ChunkId};
@@ -11,6 +12,9 @@
 //! assert!((cosine(&[1.0, 0.0], &[1.0, 1.0]) - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
 //! ```
 
+mod error_chain;
+
+pub use error_chain::ErrorChain;
 use serde::{Deserialize, Serialize};
 
 /// A chunk's id within one index: its row in the vector store.

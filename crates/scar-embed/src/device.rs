@@ -49,10 +49,8 @@ impl DeviceChoice {
     pub fn open(self) -> Result<Device> {
         match self {
             Self::Cuda(ordinal) if candle_core::utils::cuda_is_available() => {
-                Device::new_cuda(ordinal).map_err(|error| EmbedError::CudaUnavailable {
-                    ordinal,
-                    reason: error.to_string(),
-                })
+                Device::new_cuda(ordinal)
+                    .map_err(|source| EmbedError::CudaUnavailable { ordinal, source })
             }
             Self::Cuda(_) => Err(EmbedError::CudaNotCompiled),
             Self::Auto if candle_core::utils::cuda_is_available() => {

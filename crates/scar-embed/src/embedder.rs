@@ -203,7 +203,7 @@ impl Embedder {
         let mut encoding = self
             .tokenizer
             .encode(text, false)
-            .map_err(|e| self.tokenizer_error(&e))?;
+            .map_err(|e| self.tokenizer_error(e))?;
         let overflow = encoding.take_overflowing();
         Ok(encoding.len() + overflow.iter().map(Encoding::len).sum::<usize>())
     }
@@ -226,7 +226,7 @@ impl Embedder {
         let encodings = self
             .tokenizer
             .encode_batch(texts.to_vec(), true)
-            .map_err(|e| self.tokenizer_error(&e))?;
+            .map_err(|e| self.tokenizer_error(e))?;
         let dimension = self.info.dimension;
         let mut data = vec![0.0f32; texts.len() * dimension];
         let token_counts: Vec<usize> = encodings.iter().map(Encoding::len).collect();
@@ -302,10 +302,10 @@ impl Embedder {
         run().map_err(model_error)
     }
 
-    fn tokenizer_error(&self, error: &tokenizers::Error) -> EmbedError {
+    fn tokenizer_error(&self, error: tokenizers::Error) -> EmbedError {
         EmbedError::Tokenizer {
             dir: self.dir.clone(),
-            reason: error.to_string(),
+            source: error,
         }
     }
 }
@@ -335,18 +335,18 @@ fn pack_batches<'a>(
 /// per batch ourselves, and truncate at the model's own limit.
 fn load_tokenizer(dir: &std::path::Path, max_tokens: usize) -> Result<Tokenizer> {
     let path = dir.join("tokenizer.json");
-    let bad = |reason: String| EmbedError::BadFile {
+    let unreadable = |source| EmbedError::Unreadable {
         path: path.clone(),
-        reason,
+        source,
     };
-    let mut tokenizer = Tokenizer::from_file(&path).map_err(|e| bad(e.to_string()))?;
+    let mut tokenizer = Tokenizer::from_file(&path).map_err(unreadable)?;
     tokenizer.with_padding(None);
     tokenizer
         .with_truncation(Some(TruncationParams {
             max_length: max_tokens,
             ..Default::default()
         }))
-        .map_err(|e| bad(e.to_string()))?;
+        .map_err(unreadable)?;
     Ok(tokenizer)
 }
 

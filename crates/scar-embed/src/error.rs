@@ -22,7 +22,7 @@ pub enum EmbedError {
         /// The file that is missing.
         file: &'static str,
     },
-    /// A model file exists but cannot be read or parsed.
+    /// A model file holds something this crate cannot use.
     #[error("cannot read {path}: {reason}")]
     BadFile {
         /// The offending file.
@@ -30,13 +30,31 @@ pub enum EmbedError {
         /// What was wrong with it.
         reason: String,
     },
+    /// A model file cannot be opened or parsed.
+    #[error("cannot read {path}")]
+    Unreadable {
+        /// The offending file.
+        path: PathBuf,
+        /// The file system's, JSON parser's or tokenizer's error.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A weight tensor cannot be read onto the device.
+    #[error("cannot read tensor `{name}` of {path}")]
+    BadTensor {
+        /// The weights file.
+        path: PathBuf,
+        /// The tensor's name in it.
+        name: String,
+        /// candle's error, boxed to keep every result of this crate small.
+        source: Box<candle_core::Error>,
+    },
     /// Downloading from the Hugging Face hub failed.
-    #[error("cannot download `{model}` from the Hugging Face hub: {reason}")]
+    #[error("cannot download `{model}` from the Hugging Face hub")]
     Download {
         /// The model that was asked for.
         model: String,
         /// The hub client's error.
-        reason: String,
+        source: hf_hub::api::sync::ApiError,
     },
     /// The device string is not `cpu`, `cuda`, `cuda:N` or `auto`.
     #[error("unknown device `{0}`: use cpu, cuda, cuda:N or auto")]
@@ -47,23 +65,23 @@ pub enum EmbedError {
     )]
     CudaNotCompiled,
     /// CUDA is compiled in but the device cannot be opened.
-    #[error("cannot open CUDA device {ordinal}: {reason}")]
+    #[error("cannot open CUDA device {ordinal}")]
     CudaUnavailable {
         /// The device asked for.
         ordinal: usize,
-        /// The driver's error.
-        reason: String,
+        /// The driver's error, through candle.
+        source: candle_core::Error,
     },
     /// The tokenizer failed on some input.
-    #[error("tokenizer of {dir}: {reason}")]
+    #[error("the tokenizer of {dir} failed")]
     Tokenizer {
         /// The model folder whose tokenizer failed.
         dir: PathBuf,
         /// The tokenizer's error.
-        reason: String,
+        source: tokenizers::Error,
     },
-    /// The model's forward pass failed (or the device could not be opened).
-    #[error("model {dir}: {source}")]
+    /// The model could not be built from its weights, or its forward pass failed.
+    #[error("the model in {dir} failed")]
     Model {
         /// The model folder.
         dir: PathBuf,

@@ -2,7 +2,8 @@
 //! or, with the `cuda` feature, on an NVIDIA GPU.
 //!
 //! A model is found by [`ModelLocator`] (a folder, `models/<name>/`, the Hugging Face cache, or
-//! a download at a pinned revision), loaded by [`Embedder::load`], and used for passages and
+//! a download at a pinned revision, through [`locate::ModelSearch`], which the chat models of
+//! `scar-answer` share), loaded by [`Embedder::load`], and used for passages and
 //! queries. Pooling follows the model's own metadata (CLS for BGE, mean for sentence-transformers
 //! models); vectors come back L2-normalised; queries get the model's instruction prefix.
 //!
@@ -23,6 +24,7 @@ mod device;
 mod embedder;
 mod error;
 mod kernels;
+pub mod locate;
 mod model;
 mod weights;
 
@@ -30,6 +32,5 @@ pub use device::DeviceChoice;
 pub use embedder::{EmbedOptions, EmbedProgress, Embedder, Embeddings, ModelInfo};
 pub use error::{EmbedError, Result};
 pub use model::{
-    DEFAULT_MODEL, KNOWN_MODELS, KnownModel, ModelFiles, ModelLocator, Pooling, hub_offline,
-    known_model,
+    DEFAULT_MODEL, KNOWN_MODELS, KnownModel, ModelFiles, ModelLocator, Pooling, known_model,
 };

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::locate::{Found, HubFiles, LocateError, ModelSearch};
 use crate::{EmbedError, Result};
 
 /// The model used when none is named.
@@ -69,7 +70,7 @@ fn short_name(id: &str) -> &str {
     id.rsplit('/').next().unwrap_or(id)
 }
 
-/// Files every model folder must hold.
+/// Files every model folder must hold; the first names the folder in the hub cache.
 const REQUIRED_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
 /// sentence-transformers files that, when present, say how to pool, where to truncate and
 /// what to put before a query.
@@ -111,22 +112,14 @@ impl ModelFiles {
     }
 }
 
-/// True when `HF_HUB_OFFLINE` is set to anything but `0` or empty: downloads are forbidden.
-/// hf-hub itself ignores the variable, so every locator asks this first.
-#[must_use]
-pub fn hub_offline() -> bool {
-    std::env::var("HF_HUB_OFFLINE").is_ok_and(|v| !v.is_empty() && v != "0")
-}
-
-/// Finds models locally and, when allowed, downloads them through hf-hub.
+/// Finds embedding models locally and, when allowed, downloads them through hf-hub.
 ///
 /// Order: an explicit folder; `models_dir/<short name>/`; the Hugging Face cache (`HF_HOME`);
-/// a download at the pinned revision (never when offline).
+/// a download at the pinned revision (never when offline). All but the first are
+/// [`ModelSearch`]'s, shared with the chat models.
 #[derive(Debug, Clone)]
 pub struct ModelLocator {
-    models_dir: PathBuf,
-    hub_cache: hf_hub::Cache,
-    offline: bool,
+    search: ModelSearch,
 }
 
 impl ModelLocator {
@@ -135,122 +128,79 @@ impl ModelLocator {
     #[must_use]
     pub fn from_env(models_dir: impl Into<PathBuf>) -> Self {
         Self {
-            models_dir: models_dir.into(),
-            hub_cache: hf_hub::Cache::from_env(),
-            offline: hub_offline(),
+            search: ModelSearch::from_env(models_dir),
         }
     }
 
     /// Replaces the Hugging Face cache folder (the one that holds `models--org--name`).
     #[must_use]
-    pub fn with_hub_cache(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.hub_cache = hf_hub::Cache::new(dir.into());
-        self
+    pub fn with_hub_cache(self, dir: impl Into<PathBuf>) -> Self {
+        Self {
+            search: self.search.with_hub_cache(dir),
+        }
     }
 
     /// Forbids (or allows) downloads.
     #[must_use]
-    pub fn offline(mut self, offline: bool) -> Self {
-        self.offline = offline;
-        self
+    pub fn offline(self, offline: bool) -> Self {
+        Self {
+            search: self.search.offline(offline),
+        }
     }
 
     /// The project's model folder.
     #[must_use]
     pub fn models_dir(&self) -> &Path {
-        &self.models_dir
+        self.search.models_dir()
     }
 
     /// Finds the model on disk without touching the network.
+    #[must_use]
     pub fn find_local(&self, name: &str) -> Option<Result<ModelFiles>> {
         let explicit = Path::new(name);
         if explicit.is_dir() {
             return Some(ModelFiles::from_dir(name, explicit));
         }
-        let installed = self.models_dir.join(installed_folder(name));
-        if installed.is_dir() {
-            return Some(ModelFiles::from_dir(name, installed));
-        }
-        self.find_in_hub_cache(name).map(Ok)
+        let found = self
+            .search
+            .find_local(installed_folder(name), &hub_files(name))?;
+        Some(self.model_files(name, found))
     }
 
     /// Finds the model locally, downloading it when it is missing and downloads are allowed.
     pub fn locate(&self, name: &str) -> Result<ModelFiles> {
-        match self.find_local(name) {
-            Some(found) => found,
-            None if self.offline => Err(self.not_found(name)),
-            None => self.download(name),
-        }
+        self.find_local(name).unwrap_or_else(|| self.download(name))
     }
 
     /// Downloads the model's files into the Hugging Face cache at the pinned revision
     /// (`main` for models the tool does not know).
     pub fn download(&self, name: &str) -> Result<ModelFiles> {
-        if self.offline {
-            return Err(self.not_found(name));
+        match self.search.download(&hub_files(name)) {
+            Ok(config) => self.model_files(name, Found::Hub(config)),
+            Err(LocateError::Offline) => Err(self.not_found(name)),
+            Err(LocateError::Download(source)) => Err(EmbedError::Download {
+                model: hub_files(name).repo.to_owned(),
+                source,
+            }),
         }
-        let (id, revision) = hub_coordinates(name);
-        let hub_error = |e: hf_hub::api::sync::ApiError| EmbedError::Download {
-            model: id.to_owned(),
-            reason: e.to_string(),
-        };
-        let api = hf_hub::api::sync::ApiBuilder::from_cache(self.hub_cache.clone())
-            .with_progress(true)
-            .build()
-            .map_err(hub_error)?;
-        let repo = api.repo(hf_hub::Repo::with_revision(
-            id.to_owned(),
-            hf_hub::RepoType::Model,
-            revision.to_owned(),
-        ));
-        let mut dir = None;
-        for file in REQUIRED_FILES {
-            let path = repo.get(file).map_err(hub_error)?;
-            dir = path.parent().map(Path::to_path_buf);
-        }
-        for file in OPTIONAL_FILES {
-            // Models without sentence-transformers metadata are still usable.
-            let _ = repo.get(file);
-        }
-        let dir = dir.ok_or_else(|| self.not_found(name))?;
-        ModelFiles::from_dir(id, dir)
     }
 
-    fn find_in_hub_cache(&self, name: &str) -> Option<ModelFiles> {
-        let (id, revision) = hub_coordinates(name);
-        let repo = hf_hub::Repo::with_revision(
-            id.to_owned(),
-            hf_hub::RepoType::Model,
-            revision.to_owned(),
-        );
-        // A snapshot named by the commit itself (what other clients leave) or by a ref.
-        let snapshot = self
-            .hub_cache
-            .path()
-            .join(repo.folder_name())
-            .join("snapshots")
-            .join(revision);
-        let dir = if snapshot.join(REQUIRED_FILES[0]).is_file() {
-            snapshot
-        } else {
-            self.hub_cache
-                .repo(repo)
-                .get(REQUIRED_FILES[0])?
-                .parent()?
-                .to_path_buf()
-        };
-        ModelFiles::from_dir(id, dir).ok()
+    /// The model folder where the search found it: named as asked when installed, by its hub id
+    /// when in the cache.
+    fn model_files(&self, name: &str, found: Found) -> Result<ModelFiles> {
+        match found {
+            Found::Installed(dir) => ModelFiles::from_dir(name, dir),
+            Found::Hub(config) => {
+                let dir = config.parent().ok_or_else(|| self.not_found(name))?;
+                ModelFiles::from_dir(hub_files(name).repo, dir)
+            }
+        }
     }
 
     fn not_found(&self, name: &str) -> EmbedError {
         EmbedError::ModelNotFound {
             model: name.to_owned(),
-            searched: format!(
-                "{}, the Hugging Face cache {}{}",
-                self.models_dir.join(installed_folder(name)).display(),
-                self.hub_cache.path().display(),
-                if self.offline { " (offline)" } else { "" }
-            ),
+            searched: self.search.searched(installed_folder(name)),
         }
     }
 }
@@ -260,9 +210,17 @@ fn installed_folder(name: &str) -> &str {
     short_name(known_model(name).map_or(name, |m| m.id))
 }
 
-/// The hub id and revision to fetch for a name: pinned for known models, `main` otherwise.
-fn hub_coordinates(name: &str) -> (&str, &str) {
-    known_model(name).map_or((name, "main"), |m| (m.id, m.revision))
+/// The model's files on the hub: pinned for known models, `main` otherwise.
+fn hub_files(name: &str) -> HubFiles<'_> {
+    let (repo, revision) = known_model(name).map_or((name, "main"), |m| (m.id, m.revision));
+    let [file, also_required @ ..] = &REQUIRED_FILES;
+    HubFiles {
+        repo,
+        revision,
+        file,
+        also_required,
+        optional: &OPTIONAL_FILES,
+    }
 }
 
 /// What the model folder says about using the model.
@@ -301,14 +259,12 @@ struct SentenceTransformersConfig {
 }
 
 pub(crate) fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
-    let text = fs_err::read_to_string(path).map_err(|e| EmbedError::BadFile {
+    let unreadable = |source: Box<dyn std::error::Error + Send + Sync>| EmbedError::Unreadable {
         path: path.to_owned(),
-        reason: e.to_string(),
-    })?;
-    serde_json::from_str(&text).map_err(|e| EmbedError::BadFile {
-        path: path.to_owned(),
-        reason: e.to_string(),
-    })
+        source,
+    };
+    let text = fs_err::read_to_string(path).map_err(|e| unreadable(e.into()))?;
+    serde_json::from_str(&text).map_err(|e| unreadable(e.into()))
 }
 
 impl ModelTraits {

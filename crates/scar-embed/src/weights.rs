@@ -25,28 +25,31 @@ struct Entry {
 /// Every floating-point tensor of the file at `path`, converted to `dtype` on `device`. Others
 /// (older checkpoints keep `position_ids` as I64) are not weights and are left out.
 pub(crate) fn read(path: &Path, dtype: DType, device: &Device) -> Result<HashMap<String, Tensor>> {
-    let bad = |reason: String| EmbedError::BadFile {
+    let unreadable = |source: Box<dyn std::error::Error + Send + Sync>| EmbedError::Unreadable {
         path: path.to_owned(),
-        reason,
+        source,
     };
-    let io = |error: std::io::Error| bad(error.to_string());
+    let io = |error: std::io::Error| unreadable(error.into());
     let mut file = fs_err::File::open(path).map_err(io)?;
     let mut length = [0u8; 8];
     file.read_exact(&mut length).map_err(io)?;
     let header_length = usize::try_from(u64::from_le_bytes(length))
         .ok()
         .filter(|&n| n <= 100 << 20)
-        .ok_or_else(|| bad("not a safetensors file (header length)".into()))?;
+        .ok_or_else(|| EmbedError::BadFile {
+            path: path.to_owned(),
+            reason: "not a safetensors file (header length)".into(),
+        })?;
     let mut header = vec![0u8; header_length];
     file.read_exact(&mut header).map_err(io)?;
     let mut entries: HashMap<String, serde_json::Value> =
-        serde_json::from_slice(&header).map_err(|e| bad(e.to_string()))?;
+        serde_json::from_slice(&header).map_err(|e| unreadable(e.into()))?;
     entries.remove("__metadata__");
     let mut entries = entries
         .into_iter()
         .map(|(name, value)| Ok((name, serde_json::from_value::<Entry>(value)?)))
         .collect::<Result<Vec<_>, serde_json::Error>>()
-        .map_err(|e| bad(e.to_string()))?;
+        .map_err(|e| unreadable(e.into()))?;
     // In file order, so that reading is sequential.
     entries.sort_by_key(|(_, entry)| entry.data_offsets.0);
 
@@ -68,7 +71,11 @@ pub(crate) fn read(path: &Path, dtype: DType, device: &Device) -> Result<HashMap
         let tensor = Tensor::from_raw_buffer(&bytes, stored, &entry.shape, &Device::Cpu)
             .and_then(|t| t.to_dtype(dtype))
             .and_then(|t| t.to_device(device))
-            .map_err(|e| bad(format!("tensor {name}: {e}")))?;
+            .map_err(|source| EmbedError::BadTensor {
+                path: path.to_owned(),
+                name: name.clone(),
+                source: Box::new(source),
+            })?;
         tensors.insert(name, tensor);
     }
     Ok(tensors)

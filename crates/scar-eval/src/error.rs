@@ -10,7 +10,7 @@ pub enum EvalError {
     Io(#[from] std::io::Error),
     /// The benchmark file is not in the LegalBench-RAG layout.
     #[error(
-        "{path} is not a LegalBench-RAG benchmark ({source}); expected \
+        "{path} is not a LegalBench-RAG benchmark; expected \
          {{\"tests\": [{{\"query\": ..., \"snippets\": [{{\"file_path\": ..., \"span\": [start, end]}}]}}]}}"
     )]
     Benchmark {
@@ -31,8 +31,22 @@ pub enum EvalError {
     /// An option is out of range (k = 0, no first stage, an unknown policy key, ...).
     #[error("invalid evaluation option: {0}")]
     Options(String),
+    /// A document of the index could not be loaded again for its seam texts.
+    #[error("cannot load {path} for its seam texts")]
+    Load {
+        /// The document.
+        path: PathBuf,
+        /// Why it could not be loaded.
+        source: scar_index::LoadError,
+    },
+    /// Reading the index failed.
+    #[error(transparent)]
+    Index(#[from] scar_index::IndexError),
+    /// Embedding a seam text failed.
+    #[error(transparent)]
+    Embed(#[from] scar_embed::EmbedError),
     /// Retrieval failed for one test.
-    #[error("test {test}: {source}")]
+    #[error("test {test}")]
     Retrieve {
         /// The test's id.
         test: String,
@@ -43,15 +57,15 @@ pub enum EvalError {
     #[error(transparent)]
     Policy(#[from] scar_policy::PolicyError),
     /// The report could not be serialized.
-    #[error("serializing the report: {0}")]
+    #[error("serializing the report failed")]
     Json(#[from] serde_json::Error),
     /// The plot could not be drawn or written.
-    #[error("drawing {path}: {message}")]
+    #[error("drawing {path} failed")]
     Plot {
         /// The image file.
         path: PathBuf,
-        /// What plotters said.
-        message: String,
+        /// plotters' error.
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
 }
 

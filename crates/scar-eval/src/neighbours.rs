@@ -126,7 +126,10 @@ impl SeamCache {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => e.insert(
                 scar_index::load_document(&a.document.path, &scar_index::LoadOptions::default())
-                    .map_err(|err| crate::EvalError::Options(err.to_string()))?,
+                    .map_err(|source| crate::EvalError::Load {
+                        path: a.document.path.clone(),
+                        source,
+                    })?,
             ),
         };
         // The kind the chunker stored; the text around the cut is embedded here, for this table.
@@ -136,8 +139,7 @@ impl SeamCache {
         let text = scar_index::seam_text(&document.text, &a.bytes, &b.bytes, SEAM_WORDS);
         let embedding = retriever
             .embedder()
-            .embed_passages(&[text.as_str()], &mut |_| {})
-            .map_err(|e| crate::EvalError::Options(e.to_string()))?
+            .embed_passages(&[text.as_str()], &mut |_| {})?
             .data;
         self.seams.insert(left, (kind, embedding.clone()));
         Ok((kind, embedding))
@@ -158,9 +160,7 @@ pub(crate) fn rows(
     let q = &prepared.embedding;
     let cos = |id: ChunkId| dot(q, index.embedding(id));
     let (mean, sd) = background(index, q);
-    let bm25_hits = index
-        .bm25_search(&prepared.query, index.len())
-        .map_err(|e| crate::EvalError::Options(e.to_string()))?;
+    let bm25_hits = index.bm25_search(&prepared.query, index.len())?;
     let bm25: HashMap<ChunkId, f32> = bm25_hits.iter().copied().collect();
     let bm = |id: ChunkId| bm25.get(&id).copied().unwrap_or(0.0);
     // The chunks the first stage searched: the whole index, or the documents in scope.

@@ -17,6 +17,9 @@ use crate::report::{EvalReport, StageResult};
 use crate::signals::SignalReport;
 use crate::{EvalError, Result};
 
+/// What drawing on a bitmap fails with.
+type DrawError = DrawingAreaErrorKind<<BitMapBackend<'static> as DrawingBackend>::ErrorType>;
+
 /// Each policy's colour, by key (other policies are drawn in black).
 pub const LEGEND: [(&str, &str); 11] = [
     ("top_k", "blue"),
@@ -94,7 +97,7 @@ fn draw(report: &EvalReport, path: &Path, text: bool) -> Result<()> {
         return Ok(());
     };
     let root = BitMapBackend::new(path, (1200, 560)).into_drawing_area();
-    let drawn = root.fill(&WHITE).map_err(|e| e.to_string()).and_then(|()| {
+    let drawn = root.fill(&WHITE).and_then(|()| {
         let panels = root.split_evenly((1, 2));
         panels
             .iter()
@@ -102,10 +105,10 @@ fn draw(report: &EvalReport, path: &Path, text: bool) -> Result<()> {
             .try_for_each(|(area, group)| panel(area, stage, group, text))
     });
     drawn
-        .and_then(|()| root.present().map_err(|e| e.to_string()))
-        .map_err(|message| EvalError::Plot {
+        .and_then(|()| root.present())
+        .map_err(|source| EvalError::Plot {
             path: path.to_owned(),
-            message,
+            source: Box::new(source),
         })
 }
 
@@ -116,8 +119,7 @@ fn panel(
     stage: &StageResult,
     group: Group,
     text: bool,
-) -> std::result::Result<(), String> {
-    let fail = |e: &dyn std::fmt::Display| e.to_string();
+) -> std::result::Result<(), DrawError> {
     let Some(n) = stage
         .policies
         .iter()
@@ -148,9 +150,7 @@ fn panel(
             .x_label_area_size(40)
             .y_label_area_size(50);
     }
-    let mut chart = builder
-        .build_cartesian_2d((x_min..x_max).log_scale(), y_min..1.02)
-        .map_err(|e| fail(&e))?;
+    let mut chart = builder.build_cartesian_2d((x_min..x_max).log_scale(), y_min..1.02)?;
     let mut mesh = chart.configure_mesh();
     if text {
         mesh.x_desc("mean unique chunks (log scale)")
@@ -161,12 +161,11 @@ fn panel(
     } else {
         mesh.x_labels(0).y_labels(0);
     }
-    mesh.draw().map_err(|e| fail(&e))?;
+    mesh.draw()?;
     let grey = RGBColor(170, 170, 170);
     let sweep = stage.sweep.iter().filter_map(|p| p.group(group));
     chart
-        .draw_series(sweep.map(|m| Circle::new((m.mean_chunks, m.recall), 3, grey.filled())))
-        .map_err(|e| fail(&e))?
+        .draw_series(sweep.map(|m| Circle::new((m.mean_chunks, m.recall), 3, grey.filled())))?
         .label("SCAR ±1, λ × γ sweep")
         .legend(move |at| Circle::new(at, 3, grey.filled()));
     let depths = stage.depth_sweep.iter().filter_map(|p| p.group(group));
@@ -175,13 +174,10 @@ fn panel(
         .draw_series(LineSeries::new(
             frontier.iter().copied(),
             NAVY.stroke_width(2),
-        ))
-        .map_err(|e| fail(&e))?
+        ))?
         .label("evidence ±2, depth sweep")
         .legend(|(x, y)| PathElement::new([(x - 8, y), (x + 8, y)], NAVY.stroke_width(2)));
-    chart
-        .draw_series(frontier.iter().map(|&at| Circle::new(at, 3, NAVY.filled())))
-        .map_err(|e| fail(&e))?;
+    chart.draw_series(frontier.iter().map(|&at| Circle::new(at, 3, NAVY.filled())))?;
     for policy in &stage.policies {
         let Some(m) = policy.group(group) else {
             continue;
@@ -189,13 +185,12 @@ fn panel(
         let at = (m.mean_chunks, m.recall);
         let fill = colour(&policy.key).filled();
         chart
-            .draw_series([Circle::new(at, 7, fill)])
-            .map_err(|e| fail(&e))?
+            .draw_series([Circle::new(at, 7, fill)])?
             .label(policy.label.clone())
             .legend(move |at| Circle::new(at, 6, fill));
         if policy.key == SCAR_1 {
             let ring = Circle::new(at, 11, BLACK.stroke_width(2));
-            chart.draw_series([ring]).map_err(|e| fail(&e))?;
+            chart.draw_series([ring])?;
         }
     }
     // One legend, on the boundary panel, where the lower right stays empty (the atomic panel's
@@ -207,8 +202,7 @@ fn panel(
             .label_font((FONT, 13))
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
-            .draw()
-            .map_err(|e| fail(&e))?;
+            .draw()?;
     }
     Ok(())
 }
@@ -234,9 +228,8 @@ const PALETTE: [RGBColor; 9] = [
 
 fn draw_roc(stage: &StageResult, report: &SignalReport, path: &Path, text: bool) -> Result<()> {
     let root = BitMapBackend::new(path, (900, 760)).into_drawing_area();
-    let drawn = (|| -> std::result::Result<(), String> {
-        let fail = |e: &dyn std::fmt::Display| e.to_string();
-        root.fill(&WHITE).map_err(|e| fail(&e))?;
+    let drawn = (|| -> std::result::Result<(), DrawError> {
+        root.fill(&WHITE)?;
         let mut builder = ChartBuilder::on(&root);
         builder.margin(20);
         if text {
@@ -249,9 +242,7 @@ fn draw_roc(stage: &StageResult, report: &SignalReport, path: &Path, text: bool)
                 .x_label_area_size(40)
                 .y_label_area_size(50);
         }
-        let mut chart = builder
-            .build_cartesian_2d(0.0..1.0, 0.0..1.0)
-            .map_err(|e| fail(&e))?;
+        let mut chart = builder.build_cartesian_2d(0.0..1.0, 0.0..1.0)?;
         let mut mesh = chart.configure_mesh();
         if text {
             mesh.x_desc("share of other neighbours accepted (false positive rate)")
@@ -260,18 +251,14 @@ fn draw_roc(stage: &StageResult, report: &SignalReport, path: &Path, text: bool)
         } else {
             mesh.x_labels(0).y_labels(0);
         }
-        mesh.draw().map_err(|e| fail(&e))?;
+        mesh.draw()?;
         let grey = RGBColor(170, 170, 170);
-        chart
-            .draw_series(LineSeries::new([(0.0, 0.0), (1.0, 1.0)], grey))
-            .map_err(|e| fail(&e))?;
+        chart.draw_series(LineSeries::new([(0.0, 0.0), (1.0, 1.0)], grey))?;
         for ((name, curve), (colour, summary)) in crate::signals::curves(stage)
             .into_iter()
             .zip(PALETTE.iter().zip(&report.signals))
         {
-            let series = chart
-                .draw_series(LineSeries::new(curve, colour.stroke_width(2)))
-                .map_err(|e| fail(&e))?;
+            let series = chart.draw_series(LineSeries::new(curve, colour.stroke_width(2)))?;
             if text {
                 let label = format!("{name} (AUC {:.3})", summary.auc);
                 series
@@ -280,27 +267,24 @@ fn draw_roc(stage: &StageResult, report: &SignalReport, path: &Path, text: bool)
             }
         }
         let (fpr, tpr) = report.paper_point;
-        chart
-            .draw_series([Circle::new((fpr, tpr), 8, BLACK.stroke_width(2))])
-            .map_err(|e| fail(&e))?;
+        chart.draw_series([Circle::new((fpr, tpr), 8, BLACK.stroke_width(2))])?;
         if text {
             let label = EmptyElement::at((fpr, tpr))
                 + Text::new("paper's rule", (12, -6), (FONT, 14).into_font());
-            chart.draw_series([label]).map_err(|e| fail(&e))?;
+            chart.draw_series([label])?;
             chart
                 .configure_series_labels()
                 .position(SeriesLabelPosition::LowerRight)
                 .background_style(WHITE.mix(0.9))
                 .border_style(BLACK)
                 .label_font((FONT, 13))
-                .draw()
-                .map_err(|e| fail(&e))?;
+                .draw()?;
         }
-        root.present().map_err(|e| fail(&e))
+        root.present()
     })();
-    drawn.map_err(|message| EvalError::Plot {
+    drawn.map_err(|source| EvalError::Plot {
         path: path.to_owned(),
-        message,
+        source: Box::new(source),
     })
 }
 

@@ -102,7 +102,7 @@ impl Chunker {
         // Sizes are token spans of the text alone: padding would add spans that are not.
         tokenizer
             .with_truncation(None)
-            .map_err(IndexError::bad_chunker)?
+            .map_err(|e| IndexError::bad_chunker("the tokenizer cannot stop truncating", e))?
             .with_padding(None);
         let chunker = Self {
             config: *config,
@@ -121,7 +121,12 @@ impl Chunker {
         }
         ChunkConfig::new(self.config.capacity)
             .with_overlap(self.config.overlap)
-            .map_err(IndexError::bad_chunker)
+            .map_err(|e| {
+                let ChunkerConfig {
+                    capacity, overlap, ..
+                } = self.config;
+                IndexError::bad_chunker(format!("overlap {overlap} with capacity {capacity}"), e)
+            })
     }
 
     /// The document's chunks in order; markdown is split along its structure.
@@ -213,7 +218,7 @@ impl<'t> DocumentTokens<'t> {
             }
             let encoding = tokenizer
                 .encode(&text[start..end], false)
-                .map_err(IndexError::bad_chunker)?;
+                .map_err(|e| IndexError::bad_chunker("the tokenizer failed on the text", e))?;
             spans.extend(
                 encoding
                     .get_offsets()
@@ -509,7 +514,10 @@ mod tests {
         };
         let tokenizer = Tokenizer::new(tokenizers::models::bpe::BPE::default());
         let error = Chunker::new(&config, &tokenizer).unwrap_err();
-        assert!(error.to_string().starts_with("invalid chunker settings: "));
+        assert_eq!(
+            error.to_string(),
+            "invalid chunker settings: overlap 20 with capacity 10"
+        );
         assert!(error.source().is_some());
         let empty = ChunkerConfig {
             capacity: 0,

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
     /// A file-system call failed.
-    #[error("{path}: {source}")]
+    #[error("cannot access {path}")]
     Io {
         /// The file or folder.
         path: PathBuf,
@@ -32,13 +32,13 @@ pub enum IndexError {
     Corrupt {
         /// The damaged file.
         path: PathBuf,
-        /// What is wrong.
+        /// What is wrong, in our words; the parser's own are in `source`.
         reason: String,
         /// The error of the parser that found it, if one did.
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     /// The text (tantivy) part of the index failed.
-    #[error("text index in {dir}: {source}")]
+    #[error("the text index in {dir} failed")]
     Text {
         /// The index folder.
         dir: PathBuf,
@@ -64,13 +64,13 @@ pub enum IndexError {
     /// The chunker settings are invalid.
     #[error("invalid chunker settings: {reason}")]
     BadChunker {
-        /// What is wrong.
+        /// What is wrong, in our words; the refusal's own are in `source`.
         reason: String,
         /// The error of the tokenizer or text-splitter that refused them, if one did.
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     /// The HNSW graph (approximate dense search) failed.
-    #[error("HNSW graph: {0}")]
+    #[error("the HNSW graph failed")]
     Hnsw(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// Embedding failed.
     #[error(transparent)]
@@ -85,25 +85,27 @@ impl IndexError {
         }
     }
 
-    /// `path` is damaged, as `error` says: a parser's (or serializer's) error, kept as the source.
+    /// `path` is damaged: `reason` says how, `error` (a parser's or serializer's) why.
     pub(crate) fn corrupt(
         path: &Path,
+        reason: &str,
         error: impl Into<Box<dyn std::error::Error + Send + Sync>>,
     ) -> Self {
-        let source = error.into();
         Self::Corrupt {
             path: path.to_owned(),
-            reason: source.to_string(),
-            source: Some(source),
+            reason: reason.to_owned(),
+            source: Some(error.into()),
         }
     }
 
     /// Chunker settings that `error` (the tokenizer's or text-splitter's) refuses.
-    pub(crate) fn bad_chunker(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
-        let source = error.into();
+    pub(crate) fn bad_chunker(
+        reason: impl Into<String>,
+        error: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
         Self::BadChunker {
-            reason: source.to_string(),
-            source: Some(source),
+            reason: reason.into(),
+            source: Some(error.into()),
         }
     }
 }
@@ -135,8 +137,8 @@ mod tests {
         let error = IndexError::text(dir.path(), error);
         assert_eq!(
             error.to_string(),
-            format!("text index in {}: {message}", dir.path().display())
+            format!("the text index in {} failed", dir.path().display())
         );
-        assert!(error.source().is_some());
+        assert_eq!(error.source().map(ToString::to_string), Some(message));
     }
 }

@@ -243,7 +243,7 @@ impl HnswGraph {
         } else {
             graph.graph.view(&path)
         };
-        opened.map_err(|e| IndexError::corrupt(&graph_path, e))?;
+        opened.map_err(|e| IndexError::corrupt(&graph_path, "usearch cannot open it", e))?;
         if graph.graph.size() != info.rows as usize || graph.graph.dimensions() != dimension {
             return Err(IndexError::Corrupt {
                 path: graph_path,
@@ -279,15 +279,15 @@ pub(crate) fn read_info(dir: &Path) -> Result<Option<HnswInfo>> {
     let text = fs_err::read_to_string(&stamp_path).map_err(io_error(&stamp_path))?;
     serde_json::from_str(&text)
         .map(Some)
-        .map_err(|e| IndexError::corrupt(&stamp_path, e))
+        .map_err(|e| IndexError::corrupt(&stamp_path, "unreadable JSON", e))
 }
 
 /// Writes the stamp through a temporary file and a rename. On its own, for a change that leaves
 /// the links as they are (the search breadth).
 pub(crate) fn write_info(dir: &Path, info: &HnswInfo) -> Result<()> {
     let [_, stamp_path] = files(dir);
-    let json =
-        serde_json::to_string_pretty(info).map_err(|e| IndexError::corrupt(&stamp_path, e))?;
+    let json = serde_json::to_string_pretty(info)
+        .map_err(|e| IndexError::corrupt(&stamp_path, "the stamp cannot be serialized", e))?;
     let temporary = stamp_path.with_extension("json.tmp");
     fs_err::write(&temporary, json).map_err(io_error(&temporary))?;
     fs_err::rename(&temporary, &stamp_path).map_err(io_error(&stamp_path))
@@ -444,7 +444,7 @@ mod tests {
             panic!("saved a graph into a folder that does not exist");
         };
         assert!(matches!(error, IndexError::Hnsw(_)), "{error:?}");
-        assert!(error.to_string().starts_with("HNSW graph: "));
+        assert_eq!(error.to_string(), "the HNSW graph failed");
         assert!(error.source().is_some());
         Ok(())
     }

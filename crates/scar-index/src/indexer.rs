@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use scar_core::ErrorChain;
 use scar_embed::Embedder;
 
 use crate::chunk::{ChunkSpan, Chunker, ChunkerConfig};
@@ -290,7 +291,7 @@ pub fn index_paths(
                 state.bytes_done += size;
                 report.skipped.push(Skipped {
                     path,
-                    reason: error.to_string(),
+                    reason: ErrorChain(&error).to_string(),
                 });
             }
             Ok(document) => {

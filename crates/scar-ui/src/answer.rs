@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use scar_answer::{Answer, AnswerPiece, GenerationParams, Prompt, Source, answer_pieces};
-use scar_core::ChunkId;
+use scar_core::{ChunkId, ErrorChain};
 
 use crate::worker::AnswerJob;
 use crate::{ScarApp, UiError, file_name};
@@ -158,7 +158,10 @@ impl ScarApp {
                     ui.weak(summary(answer));
                 }
                 Some(Err(error)) => {
-                    ui.colored_label(ui.visuals().error_fg_color, format!("⚠ {error}"));
+                    ui.colored_label(
+                        ui.visuals().error_fg_color,
+                        format!("⚠ {}", ErrorChain(error)),
+                    );
                 }
                 None => {}
             }

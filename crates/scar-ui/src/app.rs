@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use scar_core::ChunkId;
+use scar_core::{ChunkId, ErrorChain};
 use scar_index::{IndexProgress, IndexReport};
 use scar_policy::{Options, Policy};
 use scar_retrieve::{Prepared, Retriever, SearchReport};
@@ -452,7 +452,10 @@ impl ScarApp {
     fn status_ui(&self, ui: &mut egui::Ui) {
         ui.horizontal(|ui| {
             if let Some(error) = &self.error {
-                ui.colored_label(ui.visuals().error_fg_color, format!("⚠ {error}"));
+                ui.colored_label(
+                    ui.visuals().error_fg_color,
+                    format!("⚠ {}", ErrorChain(error)),
+                );
             } else if let Some(dir) = &self.opening {
                 ui.label(format!(
                     "Loading the index in {} and its model…",

@@ -26,7 +26,7 @@ pub enum UiError {
     #[error(transparent)]
     Io(#[from] std::io::Error),
     /// The ledger could not be written as JSON.
-    #[error("writing the ledger as JSON: {0}")]
+    #[error("writing the ledger as JSON failed")]
     Json(#[from] serde_json::Error),
     /// Export was asked for before any question was answered.
     #[error("there is no ledger to export yet: ask a question first")]

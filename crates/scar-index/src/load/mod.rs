@@ -97,7 +97,7 @@ impl Default for LoadOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// The file could not be opened or read.
-    #[error("cannot read: {0}")]
+    #[error("cannot read")]
     Io(#[from] io::Error),
     /// The file holds nothing but whitespace, or no visible text.
     #[error("empty file")]
@@ -140,8 +140,8 @@ pub enum LoadError {
     #[error("PDF has no text layer (scanned images?)")]
     PdfNoText,
     /// The PDF could not be parsed.
-    #[error("corrupt PDF: {0}")]
-    CorruptPdf(String),
+    #[error("corrupt PDF")]
+    CorruptPdf(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// The blake3 hash of `bytes` as lowercase hex: equal hashes mean unchanged files.
@@ -451,7 +451,11 @@ mod tests {
         let dir = TempDir::new().unwrap();
         let error = load_document(dir.path(), &LoadOptions::default()).unwrap_err();
         assert!(matches!(error, LoadError::Io(_)));
-        assert!(error.to_string().starts_with("cannot read: "));
+        assert!(
+            scar_core::ErrorChain(&error)
+                .to_string()
+                .starts_with("cannot read: ")
+        );
         let missing = load_document(&dir.path().join("gone.txt"), &LoadOptions::default());
         assert!(matches!(missing, Err(LoadError::Io(_))));
     }

@@ -17,10 +17,11 @@ pub(super) fn text(bytes: &[u8], limit: u64) -> Result<String, LoadError> {
     }
     match catch_panic_quietly(|| pdf_extract::extract_text_from_mem(bytes)) {
         Ok(Ok(text)) => Ok(text),
-        Ok(Err(error)) => Err(LoadError::CorruptPdf(error.to_string())),
-        Err(panic) => Err(LoadError::CorruptPdf(format!(
-            "the PDF reader failed ({panic})"
-        ))),
+        Ok(Err(error)) => Err(LoadError::CorruptPdf(Box::new(error))),
+        // The panic's message is the reader's only word on the file.
+        Err(panic) => Err(LoadError::CorruptPdf(
+            format!("the PDF reader failed ({panic})").into(),
+        )),
     }
 }
 
@@ -173,7 +174,11 @@ mod tests {
             b"%PDF-1.7\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R\n\xE2\xE3\xCF\xD3 garbage";
         let error = load("broken.pdf", garbage).unwrap_err();
         assert!(matches!(error, LoadError::CorruptPdf(_)), "{error:?}");
-        assert!(error.to_string().starts_with("corrupt PDF: "));
+        assert!(
+            scar_core::ErrorChain(&error)
+                .to_string()
+                .starts_with("corrupt PDF: ")
+        );
     }
 
     /// A valid PDF with one more stream: `inflated` zero bytes, deflated.

@@ -276,7 +276,7 @@ fn read_any_manifest(dir: &Path) -> Result<Manifest> {
         return Err(IndexError::NotAnIndex(dir.to_owned()));
     }
     let text = fs_err::read_to_string(&path).map_err(io_error(&path))?;
-    serde_json::from_str(&text).map_err(|e| IndexError::corrupt(&path, e))
+    serde_json::from_str(&text).map_err(|e| IndexError::corrupt(&path, "unreadable JSON", e))
 }
 
 /// What an index of any format version was built with and from: enough to build it again.
@@ -304,11 +304,8 @@ pub(crate) fn read_catalog(dir: &Path, tantivy: &tantivy::Index) -> Result<Catal
     let metas = tantivy.load_metas().map_err(|e| IndexError::text(dir, e))?;
     match metas.payload {
         None => Ok(Catalog::default()),
-        Some(payload) => serde_json::from_str(&payload).map_err(|e| IndexError::Corrupt {
-            path: text_dir(dir),
-            reason: format!("commit payload: {e}"),
-            source: Some(Box::new(e)),
-        }),
+        Some(payload) => serde_json::from_str(&payload)
+            .map_err(|e| IndexError::corrupt(&text_dir(dir), "unreadable commit payload", e)),
     }
 }
 

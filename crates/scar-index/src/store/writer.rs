@@ -187,8 +187,8 @@ impl Writer {
                 source: e,
             })?;
         }
-        let payload =
-            serde_json::to_string(&self.catalog).map_err(|e| IndexError::corrupt(&self.dir, e))?;
+        let payload = serde_json::to_string(&self.catalog)
+            .map_err(|e| IndexError::corrupt(&self.dir, "the catalog cannot be serialized", e))?;
         let mut commit = self
             .text
             .prepare_commit()
@@ -270,8 +270,8 @@ fn create(dir: &Path, manifest: Manifest) -> Result<Manifest> {
     tantivy::Index::create_in_dir(&text, schema).map_err(|e| IndexError::text(dir, e))?;
     let path = manifest_path(dir);
     let temporary = path.with_extension("json.tmp");
-    let json =
-        serde_json::to_string_pretty(&manifest).map_err(|e| IndexError::corrupt(&path, e))?;
+    let json = serde_json::to_string_pretty(&manifest)
+        .map_err(|e| IndexError::corrupt(&path, "the manifest cannot be serialized", e))?;
     fs_err::write(&temporary, json).map_err(io_error(&temporary))?;
     fs_err::rename(&temporary, &path).map_err(io_error(&path))?;
     Ok(manifest)
