@@ -63,7 +63,7 @@ pub fn run(settings: &Settings, args: &InspectArgs) -> Result<ExitCode> {
             outln!(
                 "{}",
                 serde_json::json!({
-                    "id": chunk.id, "document": chunk.document.path, "ordinal": chunk.ordinal,
+                    "id": chunk.id, "document": chunk.document.path.to_string_lossy(), "ordinal": chunk.ordinal,
                     "chars": [chunk.chars.start, chunk.chars.end], "tokens": chunk.token_count,
                     "heading_path": chunk.heading_path, "continuity_previous": continuity_prev,
                     "continuity_next": continuity_next, "text": chunk.text,
@@ -94,7 +94,7 @@ pub fn run(settings: &Settings, args: &InspectArgs) -> Result<ExitCode> {
         outln!(
             "{}",
             serde_json::json!({
-                "dir": index.dir(), "manifest": manifest, "chunks": index.len(),
+                "dir": index.dir().to_string_lossy(), "manifest": manifest, "chunks": index.len(),
                 "documents": index.documents(), "hnsw": index.hnsw(),
             })
         );

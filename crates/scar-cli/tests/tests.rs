@@ -6,5 +6,6 @@ mod common;
 mod errors;
 mod eval;
 mod hnsw;
+mod index;
 mod rfc;
 mod settings;

@@ -37,6 +37,14 @@ pub enum IndexError {
         /// The error of the parser that found it, if one did.
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
+    /// A value could not be written as JSON.
+    #[error("writing {what} as JSON: {source}")]
+    Encode {
+        /// What was being written.
+        what: &'static str,
+        /// The JSON serializer's error.
+        source: serde_json::Error,
+    },
     /// The text (tantivy) part of the index failed.
     #[error("text index in {dir}: {source}")]
     Text {
@@ -83,6 +91,11 @@ impl IndexError {
             dir: dir.to_owned(),
             source,
         }
+    }
+
+    /// Writing `what` as JSON failed.
+    pub(crate) fn encode(what: &'static str) -> impl Fn(serde_json::Error) -> Self {
+        move |source| Self::Encode { what, source }
     }
 
     /// `path` is damaged, as `error` says: a parser's (or serializer's) error, kept as the source.

@@ -286,8 +286,7 @@ pub(crate) fn read_info(dir: &Path) -> Result<Option<HnswInfo>> {
 /// the links as they are (the search breadth).
 pub(crate) fn write_info(dir: &Path, info: &HnswInfo) -> Result<()> {
     let [_, stamp_path] = files(dir);
-    let json =
-        serde_json::to_string_pretty(info).map_err(|e| IndexError::corrupt(&stamp_path, e))?;
+    let json = serde_json::to_string_pretty(info).map_err(IndexError::encode("the HNSW stamp"))?;
     let temporary = stamp_path.with_extension("json.tmp");
     fs_err::write(&temporary, json).map_err(io_error(&temporary))?;
     fs_err::rename(&temporary, &stamp_path).map_err(io_error(&stamp_path))

@@ -149,10 +149,15 @@ fn humanize(duration: Duration) -> String {
 /// A file that was not indexed, and why.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Skipped {
-    /// The file.
+    /// The file. Serialized for display: a name that is not UTF-8 is shown with U+FFFD.
+    #[serde(serialize_with = "lossy_path")]
     pub path: PathBuf,
     /// Why, for a person.
     pub reason: String,
+}
+
+fn lossy_path<S: serde::Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&path.to_string_lossy())
 }
 
 /// What an indexing run did.

@@ -5,5 +5,6 @@ mod bad_inputs;
 mod common;
 mod corpora;
 mod crash;
+mod folders;
 mod hnsw;
 mod incremental;

@@ -76,7 +76,8 @@ impl Manifest {
 pub struct DocumentEntry {
     /// Stable id of this version of the document (never reused).
     pub slot: u32,
-    /// Canonical path of the file.
+    /// Canonical path of the file, exactly as the file system spells it.
+    #[serde(with = "stored_path")]
     pub path: PathBuf,
     /// blake3 of the file's bytes.
     pub hash: String,
@@ -88,6 +89,49 @@ pub struct DocumentEntry {
     pub first_row: u32,
     /// Number of chunks.
     pub chunk_count: u32,
+}
+
+/// Paths in the catalog: a JSON string when they are UTF-8 (as every catalog has written them),
+/// otherwise their raw bytes, so that a file name the file system allows always round-trips.
+mod stored_path {
+    use std::path::{Path, PathBuf};
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Stored {
+        Text(String),
+        Bytes(Vec<u8>),
+    }
+
+    pub(super) fn serialize<S: Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error> {
+        match path.to_str() {
+            Some(text) => serializer.serialize_str(text),
+            None => path.as_os_str().as_encoded_bytes().serialize(serializer),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<PathBuf, D::Error> {
+        Ok(match Stored::deserialize(deserializer)? {
+            Stored::Text(text) => PathBuf::from(text),
+            Stored::Bytes(bytes) => from_bytes(bytes),
+        })
+    }
+
+    #[cfg(unix)]
+    fn from_bytes(bytes: Vec<u8>) -> PathBuf {
+        use std::os::unix::ffi::OsStringExt;
+        PathBuf::from(std::ffi::OsString::from_vec(bytes))
+    }
+
+    // Elsewhere paths that are not UTF-8 cannot be written as bytes and read back safely.
+    #[cfg(not(unix))]
+    fn from_bytes(bytes: Vec<u8>) -> PathBuf {
+        PathBuf::from(String::from_utf8_lossy(&bytes).into_owned())
+    }
 }
 
 /// A file's size and modification time (ns since the epoch): the cheap check that it has not
@@ -361,6 +405,31 @@ mod tests {
         };
         assert_eq!(catalog.dead_rows(), 3);
         assert_eq!(catalog.documents[1].rows(), 6..10);
+    }
+
+    #[test]
+    fn paths_round_trip_whatever_their_bytes() {
+        use std::os::unix::ffi::OsStrExt;
+
+        let entry = |path: PathBuf| DocumentEntry {
+            slot: 1,
+            path,
+            hash: "h".into(),
+            size: 2,
+            modified_ns: 3,
+            first_row: 0,
+            chunk_count: 1,
+        };
+        let odd = entry(PathBuf::from(std::ffi::OsStr::from_bytes(
+            b"/d/bad\xffname.txt",
+        )));
+        let json = serde_json::to_string(&odd).unwrap();
+        assert_eq!(serde_json::from_str::<DocumentEntry>(&json).unwrap(), odd);
+        // What every catalog so far has written, a path as a string, reads as before.
+        let plain = r#"{"slot":1,"path":"/d/a.txt","hash":"h","size":2,"modified_ns":3,"first_row":0,"chunk_count":1}"#;
+        let read: DocumentEntry = serde_json::from_str(plain).unwrap();
+        assert_eq!(read, entry(PathBuf::from("/d/a.txt")));
+        assert_eq!(serde_json::to_string(&read).unwrap(), plain);
     }
 
     #[test]

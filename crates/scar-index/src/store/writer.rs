@@ -188,7 +188,7 @@ impl Writer {
             })?;
         }
         let payload =
-            serde_json::to_string(&self.catalog).map_err(|e| IndexError::corrupt(&self.dir, e))?;
+            serde_json::to_string(&self.catalog).map_err(IndexError::encode("the catalog"))?;
         let mut commit = self
             .text
             .prepare_commit()
@@ -271,7 +271,7 @@ fn create(dir: &Path, manifest: Manifest) -> Result<Manifest> {
     let path = manifest_path(dir);
     let temporary = path.with_extension("json.tmp");
     let json =
-        serde_json::to_string_pretty(&manifest).map_err(|e| IndexError::corrupt(&path, e))?;
+        serde_json::to_string_pretty(&manifest).map_err(IndexError::encode("the manifest"))?;
     fs_err::write(&temporary, json).map_err(io_error(&temporary))?;
     fs_err::rename(&temporary, &path).map_err(io_error(&path))?;
     Ok(manifest)
