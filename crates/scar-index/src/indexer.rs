@@ -229,7 +229,7 @@ pub fn index_paths(
     )?;
     let chunker = Chunker::new(&writer.manifest().chunker, embedder.tokenizer())?;
     let mut report = IndexReport::default();
-    let discovered = discover(roots);
+    let discovered = discover(roots, dir);
     report.skipped.extend(
         discovered
             .skipped

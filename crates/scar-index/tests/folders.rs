@@ -1,11 +1,12 @@
-//! What a walk meets in the folders it indexes: file names that are not UTF-8.
+//! What a walk meets in the folders it indexes: file names that are not UTF-8, and indexes,
+//! its own among them.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 
 use scar_index::{Index, IndexOptions};
 
-use crate::common::{assert_consistent, index, tiny_bert};
+use crate::common::{assert_consistent, index, small_corpus, tiny_bert};
 
 #[test]
 fn file_names_that_are_not_utf8_are_indexed_and_kept_exactly() {
@@ -40,4 +41,30 @@ fn file_names_that_are_not_utf8_are_indexed_and_kept_exactly() {
 
     let again = index(dir.path(), &roots, &embedder, &IndexOptions::default());
     assert_eq!((again.added, again.unchanged), (0, 2), "{again:#?}");
+}
+
+#[test]
+fn indexes_inside_the_indexed_folder_are_left_out() {
+    let docs = tempfile::tempdir().unwrap();
+    small_corpus(docs.path(), 2, 800);
+    let embedder = tiny_bert();
+    // Another index in a subfolder, and this one inside the folder it indexes, named relatively
+    // (as `cd docs && scar --index ./scar-index index .` names it).
+    let other = docs.path().join("notes/old-index");
+    index(
+        &other,
+        &[docs.path().join("part-000.txt")],
+        &embedder,
+        &IndexOptions::default(),
+    );
+    let dir = docs.path().join("sub/../scar-index");
+    let roots = [docs.path().join(".")];
+    let first = index(&dir, &roots, &embedder, &IndexOptions::default());
+    assert_eq!((first.added, first.skipped.len()), (2, 0), "{first:#?}");
+    let chunks = Index::open(&dir).unwrap().len();
+    let again = index(&dir, &roots, &embedder, &IndexOptions::default());
+    assert_eq!((again.added, again.unchanged), (0, 2), "{again:#?}");
+    let opened = Index::open(&dir).unwrap();
+    assert_eq!(opened.len(), chunks);
+    assert_consistent(&opened);
 }

@@ -281,6 +281,11 @@ pub(crate) fn text_dir(dir: &Path) -> PathBuf {
     dir.join("text")
 }
 
+/// True when `dir` looks like a SCAR index: its manifest beside its text folder.
+pub(crate) fn is_index(dir: &Path) -> bool {
+    manifest_path(dir).is_file() && text_dir(dir).is_dir()
+}
+
 /// The three data files of a generation.
 pub(crate) fn data_files(dir: &Path, generation: u64) -> [PathBuf; 3] {
     ["vectors", "chunks", "strings"].map(|name| dir.join(format!("{name}.{generation}.bin")))

@@ -19,6 +19,6 @@ mod reader;
 mod writer;
 
 pub use format::{BuiltFrom, Catalog, DocumentEntry, Manifest, VectorEncoding, built_from};
-pub(crate) use format::{TextFields, file_stamp};
+pub(crate) use format::{TextFields, file_stamp, is_index};
 pub use reader::{ChunkView, Index};
 pub(crate) use writer::{NewDocument, Writer};
