@@ -17,7 +17,12 @@ pub(crate) struct TextIndex {
 impl TextIndex {
     /// A reader on `index`, the text index of the index folder `dir`.
     pub(crate) fn new(dir: &Path, index: tantivy::Index) -> Result<Self> {
-        let reader = index.reader().map_err(|e| IndexError::text(dir, e))?;
+        // The catalog is read once, at open: the text index stays at the same commit.
+        let reader = index
+            .reader_builder()
+            .reload_policy(tantivy::ReloadPolicy::Manual)
+            .try_into()
+            .map_err(|e| IndexError::text(dir, e))?;
         let (_, fields) = TextFields::schema();
         Ok(Self {
             index,

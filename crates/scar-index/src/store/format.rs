@@ -341,7 +341,7 @@ pub struct BuiltFrom {
 /// `scar index --rebuild` can build it again in this build's format.
 pub fn built_from(dir: &Path) -> Result<BuiltFrom> {
     let manifest = read_any_manifest(dir)?;
-    let text = tantivy::Index::open_in_dir(text_dir(dir)).map_err(|e| IndexError::text(dir, e))?;
+    let text = super::text_dir::open_text(dir, super::text_dir::Access::Read)?;
     let catalog = read_catalog(dir, &text)?;
     Ok(BuiltFrom {
         manifest,

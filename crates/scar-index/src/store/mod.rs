@@ -16,6 +16,7 @@
 
 mod format;
 mod reader;
+mod text_dir;
 mod writer;
 
 pub use format::{BuiltFrom, Catalog, DocumentEntry, Manifest, VectorEncoding, built_from};

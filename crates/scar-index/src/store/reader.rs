@@ -8,12 +8,13 @@ use scar_core::{ChunkId, Position, SeamKind, Side, cosine};
 
 use super::format::{
     Catalog, ChunkRecord, DocumentEntry, Manifest, RECORD_BYTES, VectorEncoding, check_committed,
-    data_files, read_catalog, read_manifest, text_dir,
+    data_files, read_catalog, read_manifest,
 };
+use super::text_dir::{Access, open_text};
+use crate::Result;
 use crate::error::io_error;
 use crate::hnsw::{HnswGraph, HnswInfo};
 use crate::search::TextIndex;
-use crate::{IndexError, Result};
 
 fn map_file(path: &Path, committed: u64) -> Result<Option<Mmap>> {
     let file = fs_err::File::open(path).map_err(io_error(path))?;
@@ -87,8 +88,7 @@ impl Index {
     pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = dir.as_ref().to_owned();
         let manifest = read_manifest(&dir)?;
-        let text =
-            tantivy::Index::open_in_dir(text_dir(&dir)).map_err(|e| IndexError::text(&dir, e))?;
+        let text = open_text(&dir, Access::Read)?;
         let catalog = read_catalog(&dir, &text)?;
         let [vector_path, record_path, string_path] = data_files(&dir, catalog.generation);
         let rows = u64::from(catalog.rows);

@@ -11,6 +11,7 @@ use super::format::{
     Catalog, ChunkRecord, DocumentEntry, Manifest, RECORD_BYTES, TextFields, VectorEncoding,
     check_committed, data_files, manifest_path, read_catalog, read_manifest, text_dir,
 };
+use super::text_dir::{Access, create_text, open_text};
 use crate::chunk::ChunkSpan;
 use crate::error::io_error;
 use crate::{IndexError, Result};
@@ -64,8 +65,7 @@ impl Writer {
         } else {
             create(dir, manifest)?
         };
-        let text =
-            tantivy::Index::open_in_dir(text_dir(dir)).map_err(|e| IndexError::text(dir, e))?;
+        let text = open_text(dir, Access::Write)?;
         let writer = text.writer(50_000_000).map_err(|e| match e {
             tantivy::TantivyError::LockFailure(..) => IndexError::Busy(dir.to_owned()),
             other => IndexError::text(dir, other),
@@ -266,8 +266,7 @@ fn create(dir: &Path, manifest: Manifest) -> Result<Manifest> {
         fs_err::remove_dir_all(&text).map_err(io_error(&text))?;
     }
     fs_err::create_dir_all(&text).map_err(io_error(&text))?;
-    let (schema, _) = TextFields::schema();
-    tantivy::Index::create_in_dir(&text, schema).map_err(|e| IndexError::text(dir, e))?;
+    create_text(dir)?;
     let path = manifest_path(dir);
     let temporary = path.with_extension("json.tmp");
     let json =
