@@ -26,10 +26,14 @@ pub fn run(settings: &Settings, args: &InspectArgs) -> Result<ExitCode> {
     let index = Index::open(&settings.index.value)?;
     if args.verify {
         let problems = index.verify()?;
+        let repair = format!("scar --index {} index --repair", index.dir().display());
         if args.json {
             outln!(
                 "{}",
-                serde_json::json!({ "consistent": problems.is_empty(), "problems": problems })
+                serde_json::json!({
+                    "consistent": problems.is_empty(), "problems": problems,
+                    "repair": (!problems.is_empty()).then_some(&repair),
+                })
             );
         } else if problems.is_empty() {
             outln!(
@@ -41,6 +45,7 @@ pub fn run(settings: &Settings, args: &InspectArgs) -> Result<ExitCode> {
             for problem in &problems {
                 outln!("{problem}");
             }
+            outln!("the index is damaged; repair it with `{repair}`");
         }
         return Ok(if problems.is_empty() {
             ExitCode::SUCCESS

@@ -3,6 +3,7 @@
 
 mod ask;
 mod common;
+mod damaged;
 mod errors;
 mod eval;
 mod hnsw;

@@ -7,7 +7,7 @@ use std::path::Path;
 use scar_core::ChunkId;
 use scar_index::Index;
 use scar_policy::{Options, Policy, expand};
-use scar_retrieve::{FirstStage, IndexSource, Retriever};
+use scar_retrieve::{FirstStage, IndexSource, RetrieveError, Retriever};
 use serde::{Deserialize, Serialize};
 
 use crate::benchmark::Resolved;
@@ -505,7 +505,8 @@ impl<'a> Runner<'a> {
                     &prepared.seeds,
                     &prepared.rankings,
                     options,
-                )?;
+                )
+                .map_err(|e| retrieve(RetrieveError::from_policy(index, e)))?;
                 let context = context_extents(index, &ledger.context);
                 Ok(score(&test.gold, &context, ledger.context_tokens))
             };

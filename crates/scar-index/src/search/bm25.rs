@@ -4,7 +4,7 @@ use std::path::Path;
 
 use scar_core::ChunkId;
 
-use crate::store::{Index, TextFields};
+use crate::store::{Index, TextFields, read_error};
 use crate::{IndexError, Result};
 
 /// The text part of an open index: tantivy's index, a reader on it, and the schema's fields.
@@ -22,7 +22,7 @@ impl TextIndex {
             .reader_builder()
             .reload_policy(tantivy::ReloadPolicy::Manual)
             .try_into()
-            .map_err(|e| IndexError::text(dir, e))?;
+            .map_err(|e| read_error(dir, e))?;
         let (_, fields) = TextFields::schema();
         Ok(Self {
             index,

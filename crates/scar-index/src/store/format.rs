@@ -67,7 +67,7 @@ impl Manifest {
 
     /// Bytes of one stored vector.
     pub(crate) fn row_bytes(&self) -> usize {
-        self.model.dimension * self.vectors.bytes()
+        self.model.dimension.saturating_mul(self.vectors.bytes())
     }
 }
 
@@ -156,7 +156,7 @@ impl DocumentEntry {
     /// The rows (chunk ids) of this document.
     #[must_use]
     pub fn rows(&self) -> Range<u32> {
-        self.first_row..self.first_row + self.chunk_count
+        self.first_row..self.first_row.saturating_add(self.chunk_count)
     }
 }
 
@@ -179,7 +179,57 @@ impl Catalog {
     /// Rows owned by no document.
     #[must_use]
     pub fn dead_rows(&self) -> u32 {
-        self.rows - self.documents.iter().map(|d| d.chunk_count).sum::<u32>()
+        let live = self
+            .documents
+            .iter()
+            .map(|d| u64::from(d.chunk_count))
+            .sum::<u64>();
+        (u64::from(self.rows).saturating_sub(live)) as u32
+    }
+
+    /// What does not add up, for each document (by its place in `documents`) it concerns: rows
+    /// past the committed ones, overlapping or out of order, slots used twice or never handed out.
+    pub(crate) fn problems(&self) -> Vec<(usize, String)> {
+        let mut problems = Vec::new();
+        let mut slots = std::collections::HashSet::new();
+        let mut end_so_far = 0;
+        for (i, document) in self.documents.iter().enumerate() {
+            let rows = document.rows();
+            if document.chunk_count == 0 || rows.end > self.rows {
+                problems.push((
+                    i,
+                    format!("rows {rows:?} are not among the {} committed", self.rows),
+                ));
+            } else if rows.start < end_so_far {
+                problems.push((
+                    i,
+                    format!("rows {rows:?} overlap those of the document before"),
+                ));
+            } else if document.slot >= self.next_slot || !slots.insert(document.slot) {
+                problems.push((
+                    i,
+                    format!(
+                        "slot {} is used twice or was never handed out",
+                        document.slot
+                    ),
+                ));
+            } else {
+                end_so_far = rows.end;
+            }
+        }
+        problems
+    }
+
+    /// Bytes the vectors, records and strings files must hold, or `None` when they would not
+    /// fit in memory (a damaged row count or dimension).
+    pub(crate) fn committed_lengths(&self, manifest: &Manifest) -> Option<[u64; 3]> {
+        let rows = u64::from(self.rows);
+        let vectors = rows.checked_mul(manifest.row_bytes() as u64)?;
+        let lengths = [vectors, rows * RECORD_BYTES as u64, self.string_bytes];
+        lengths
+            .iter()
+            .all(|&l| usize::try_from(l).is_ok())
+            .then_some(lengths)
     }
 }
 
@@ -291,17 +341,17 @@ pub(crate) fn data_files(dir: &Path, generation: u64) -> [PathBuf; 3] {
     ["vectors", "chunks", "strings"].map(|name| dir.join(format!("{name}.{generation}.bin")))
 }
 
-/// Checks that a data file holds the `committed` bytes the catalog counts on: a crash may leave
-/// more, never less.
-pub(crate) fn check_committed(file: &fs_err::File, committed: u64) -> Result<()> {
+/// Checks that a data file of the index in `dir` holds the `committed` bytes the catalog counts
+/// on: a crash may leave more, never less.
+pub(crate) fn check_committed(dir: &Path, file: &fs_err::File, committed: u64) -> Result<()> {
     let path = file.path();
     let actual = file.metadata().map_err(io_error(path))?.len();
     if actual < committed {
-        return Err(IndexError::Corrupt {
-            path: path.to_owned(),
-            reason: format!("{actual} bytes, but {committed} were committed"),
-            source: None,
-        });
+        return Err(IndexError::damaged(
+            dir,
+            path,
+            format!("{actual} bytes, but {committed} were committed"),
+        ));
     }
     Ok(())
 }
@@ -325,7 +375,16 @@ fn read_any_manifest(dir: &Path) -> Result<Manifest> {
         return Err(IndexError::NotAnIndex(dir.to_owned()));
     }
     let text = fs_err::read_to_string(&path).map_err(io_error(&path))?;
-    serde_json::from_str(&text).map_err(|e| IndexError::corrupt(&path, e))
+    let manifest: Manifest =
+        serde_json::from_str(&text).map_err(|e| IndexError::unparsable(dir, &path, e))?;
+    if manifest.model.dimension == 0 {
+        return Err(IndexError::damaged(
+            dir,
+            &path,
+            "its model has 0 dimensions",
+        ));
+    }
+    Ok(manifest)
 }
 
 /// What an index of any format version was built with and from: enough to build it again.
@@ -349,15 +408,19 @@ pub fn built_from(dir: &Path) -> Result<BuiltFrom> {
     })
 }
 
+/// The file that holds the catalog: tantivy's commit metadata.
+pub(crate) fn catalog_path(dir: &Path) -> PathBuf {
+    text_dir(dir).join("meta.json")
+}
+
 pub(crate) fn read_catalog(dir: &Path, tantivy: &tantivy::Index) -> Result<Catalog> {
-    let metas = tantivy.load_metas().map_err(|e| IndexError::text(dir, e))?;
+    let metas = tantivy
+        .load_metas()
+        .map_err(|e| IndexError::unparsable(dir, &catalog_path(dir), e))?;
     match metas.payload {
         None => Ok(Catalog::default()),
-        Some(payload) => serde_json::from_str(&payload).map_err(|e| IndexError::Corrupt {
-            path: text_dir(dir),
-            reason: format!("commit payload: {e}"),
-            source: Some(Box::new(e)),
-        }),
+        Some(payload) => serde_json::from_str(&payload)
+            .map_err(|e| IndexError::unparsable(dir, &catalog_path(dir), e)),
     }
 }
 
@@ -474,7 +537,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fs_err::write(manifest_path(dir.path()), "{ not json").unwrap();
         let error = read_manifest(dir.path()).unwrap_err();
-        assert!(matches!(error, IndexError::Corrupt { .. }), "{error:?}");
+        assert!(matches!(error, IndexError::Damaged { .. }), "{error:?}");
         assert!(error.source().is_some());
     }
 }

@@ -22,4 +22,5 @@ mod writer;
 pub use format::{BuiltFrom, Catalog, DocumentEntry, Manifest, VectorEncoding, built_from};
 pub(crate) use format::{TextFields, file_stamp, is_index};
 pub use reader::{ChunkView, Index};
+pub(crate) use text_dir::read_error;
 pub(crate) use writer::{NewDocument, Writer};
