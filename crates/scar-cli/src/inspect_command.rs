@@ -27,10 +27,14 @@ pub fn run(settings: &Settings, args: &InspectArgs) -> Result<ExitCode> {
     let index = Index::open(&settings.index.value)?;
     if args.verify {
         let problems = index.verify()?;
+        let repair = format!("scar --index {} index --repair", index.dir().display());
         if args.json {
             outln!(
                 "{}",
-                serde_json::json!({ "consistent": problems.is_empty(), "problems": problems })
+                serde_json::json!({
+                    "consistent": problems.is_empty(), "problems": problems,
+                    "repair": (!problems.is_empty()).then_some(&repair),
+                })
             );
         } else if problems.is_empty() {
             outln!(
@@ -42,6 +46,7 @@ pub fn run(settings: &Settings, args: &InspectArgs) -> Result<ExitCode> {
             for problem in &problems {
                 outln!("{}", inert(problem));
             }
+            outln!("the index is damaged; repair it with `{repair}`");
         }
         return Ok(if problems.is_empty() {
             ExitCode::SUCCESS
@@ -64,7 +69,7 @@ pub fn run(settings: &Settings, args: &InspectArgs) -> Result<ExitCode> {
             outln!(
                 "{}",
                 serde_json::json!({
-                    "id": chunk.id, "document": chunk.document.path, "ordinal": chunk.ordinal,
+                    "id": chunk.id, "document": chunk.document.path.to_string_lossy(), "ordinal": chunk.ordinal,
                     "chars": [chunk.chars.start, chunk.chars.end], "tokens": chunk.token_count,
                     "heading_path": chunk.heading_path, "continuity_previous": continuity_prev,
                     "continuity_next": continuity_next, "text": chunk.text,
@@ -95,7 +100,7 @@ pub fn run(settings: &Settings, args: &InspectArgs) -> Result<ExitCode> {
         outln!(
             "{}",
             serde_json::json!({
-                "dir": index.dir(), "manifest": manifest, "chunks": index.len(),
+                "dir": index.dir().to_string_lossy(), "manifest": manifest, "chunks": index.len(),
                 "documents": index.documents(), "hnsw": index.hnsw(),
             })
         );

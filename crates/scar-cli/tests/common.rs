@@ -65,3 +65,10 @@ pub fn search_json(index: &Path, query: &str, extra: &[&str]) -> serde_json::Val
     let output = run(scar(index).args(["search", query, "--json"]).args(extra));
     serde_json::from_slice(&output.stdout).unwrap()
 }
+
+/// [`scar`] with the tiny random BERT: for tests of everything but meaning.
+pub fn scar_tiny(index: &Path) -> Command {
+    let mut command = scar(index);
+    command.env("SCAR_MODEL", "bge-tiny-shape");
+    command
+}

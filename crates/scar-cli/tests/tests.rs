@@ -3,9 +3,11 @@
 
 mod ask;
 mod common;
+mod damaged;
 mod errors;
 mod eval;
 mod hnsw;
+mod index;
 mod rfc;
 mod settings;
 mod terminal;

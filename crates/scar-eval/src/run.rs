@@ -7,7 +7,7 @@ use std::path::Path;
 use scar_core::ChunkId;
 use scar_index::Index;
 use scar_policy::{Options, Policy, expand};
-use scar_retrieve::{FirstStage, IndexSource, Retriever};
+use scar_retrieve::{FirstStage, IndexSource, RetrieveError, Retriever};
 
 use crate::benchmark::Resolved;
 use crate::metrics::{ChunkExtent, Gold, Group, TestScore, aggregate, in_group, score};
@@ -294,7 +294,8 @@ impl<'a> Runner<'a> {
                     &prepared.seeds,
                     &prepared.rankings,
                     options,
-                )?;
+                )
+                .map_err(|e| retrieve(RetrieveError::from_policy(index, e)))?;
                 let context = context_extents(index, &ledger.context);
                 Ok(score(&test.gold, &context, ledger.context_tokens))
             };

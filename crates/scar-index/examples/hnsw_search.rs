@@ -113,7 +113,7 @@ fn synthetic(
             graph.set_expansion_search(expansion);
             let (exact_ms, graph_ms, mean_recall) = compare(
                 &queries,
-                |query| exact_top_k(&matrix, dimension, &all, query, K),
+                |query| exact_top_k(&matrix, dimension, &all, query, K).unwrap_or_default(),
                 |query| {
                     graph
                         .search(&matrix, query, K, |_| true)
@@ -142,8 +142,8 @@ fn real(dir: &str) -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     let (exact_ms, graph_ms, mean_recall) = compare(
         &queries,
-        |query| index.exact_dense_search(query, K),
-        |query| index.dense_search(query, K),
+        |query| index.exact_dense_search(query, K).unwrap_or_default(),
+        |query| index.dense_search(query, K).unwrap_or_default(),
     );
     println!(
         "{dir}: {} chunks ({} linked), {} queries: exact {exact_ms:.2} ms, HNSW {graph_ms:.3} ms, recall@{K} {mean_recall:.4}",

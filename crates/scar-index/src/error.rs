@@ -27,15 +27,47 @@ pub enum IndexError {
     /// The folder holds no index.
     #[error("{0} is not a SCAR index (no manifest.json); build one with `scar index`")]
     NotAnIndex(PathBuf),
-    /// A file of the index is damaged or from another version.
-    #[error("{path} is damaged: {reason}")]
-    Corrupt {
+    /// A file of the index is damaged.
+    #[error(
+        "{path} is damaged: {reason}; repair the index with `scar --index {dir} index --repair`",
+        path = path.display(),
+        dir = dir.display()
+    )]
+    Damaged {
+        /// The index folder.
+        dir: PathBuf,
         /// The damaged file.
         path: PathBuf,
         /// What is wrong, in our words; the parser's own are in `source`.
         reason: String,
         /// The error of the parser that found it, if one did.
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+    /// Dense search met stored vectors that are not finite.
+    #[error(
+        "{rows} chunks of {} in {dir} have damaged vectors; repair the index with \
+         `scar --index {dir} index --repair`",
+        list_paths(documents),
+        dir = dir.display()
+    )]
+    DamagedVectors {
+        /// The index folder.
+        dir: PathBuf,
+        /// The documents those chunks belong to.
+        documents: Vec<PathBuf>,
+        /// How many chunks.
+        rows: usize,
+    },
+    /// The query vector cannot be searched with.
+    #[error("the query vector {0}")]
+    Query(String),
+    /// A value could not be written as JSON.
+    #[error("writing {what} as JSON failed")]
+    Encode {
+        /// What was being written.
+        what: &'static str,
+        /// The JSON serializer's error.
+        source: serde_json::Error,
     },
     /// The text (tantivy) part of the index failed.
     #[error("the text index in {dir} failed")]
@@ -85,13 +117,31 @@ impl IndexError {
         }
     }
 
-    /// `path` is damaged: `reason` says how, `error` (a parser's or serializer's) why.
-    pub(crate) fn corrupt(
+    /// Writing `what` as JSON failed.
+    pub(crate) fn encode(what: &'static str) -> impl Fn(serde_json::Error) -> Self {
+        move |source| Self::Encode { what, source }
+    }
+
+    /// `path`, a file of the index in `dir`, is damaged, as `reason` says.
+    pub(crate) fn damaged(dir: &Path, path: &Path, reason: impl Into<String>) -> Self {
+        Self::Damaged {
+            dir: dir.to_owned(),
+            path: path.to_owned(),
+            reason: reason.into(),
+            source: None,
+        }
+    }
+
+    /// `path`, a file of the index in `dir`, is damaged: `reason` says how, the parser's `error`
+    /// (kept as the source) why.
+    pub(crate) fn unparsable(
+        dir: &Path,
         path: &Path,
         reason: &str,
         error: impl Into<Box<dyn std::error::Error + Send + Sync>>,
     ) -> Self {
-        Self::Corrupt {
+        Self::Damaged {
+            dir: dir.to_owned(),
             path: path.to_owned(),
             reason: reason.to_owned(),
             source: Some(error.into()),
@@ -108,6 +158,20 @@ impl IndexError {
             source: Some(error.into()),
         }
     }
+}
+
+/// Paths for a message: the first few, and how many more.
+fn list_paths(paths: &[PathBuf]) -> String {
+    const SHOWN: usize = 3;
+    let mut list: Vec<String> = paths
+        .iter()
+        .take(SHOWN)
+        .map(|p| p.display().to_string())
+        .collect();
+    if paths.len() > SHOWN {
+        list.push(format!("{} more", paths.len() - SHOWN));
+    }
+    list.join(", ")
 }
 
 /// Turns an I/O error about `path` into an [`IndexError`] that names it.

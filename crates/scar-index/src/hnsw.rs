@@ -7,8 +7,12 @@
 //!
 //! ```text
 //! hnsw.usearch   the graph, in usearch's format (with its own copy of the vectors)
-//! hnsw.json      the generation and the rows it covers, and its parameters
+//! hnsw.json      the generation and the rows it covers, its parameters, the graph's blake3
 //! ```
+//!
+//! usearch trusts the graph file: damaged links would make it read out of bounds. So the stamp
+//! holds the graph's checksum, and a graph that does not match it is never handed to usearch
+//! (stamps written before the checksum existed are taken as they are).
 //!
 //! The graph covers rows `0..rows` of one generation of data files. Rows are append-only within
 //! a generation, so a graph stays valid as documents are added (new rows are linked in, and
@@ -72,6 +76,22 @@ pub struct HnswInfo {
     pub rows: u32,
     /// How it was built.
     pub params: HnswParams,
+}
+
+/// What `hnsw.json` holds: what the graph covers, and the checksum of its file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Stamp {
+    #[serde(flatten)]
+    info: HnswInfo,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    blake3: Option<String>,
+}
+
+/// The blake3 of a file, in hex.
+fn checksum(path: &Path) -> Result<String> {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update_mmap_rayon(path).map_err(io_error(path))?;
+    Ok(hasher.finalize().to_hex().to_string())
 }
 
 /// An HNSW graph over rows of a row-major matrix of unit vectors.
@@ -209,13 +229,17 @@ impl HnswGraph {
         self.graph
             .save(&temporary.to_string_lossy())
             .map_err(graph_error)?;
+        let blake3 = checksum(&temporary)?;
         fs_err::rename(&temporary, &graph_path).map_err(io_error(&graph_path))?;
-        write_info(
+        write_stamp(
             dir,
-            &HnswInfo {
-                generation,
-                rows: self.rows,
-                params: self.params,
+            &Stamp {
+                info: HnswInfo {
+                    generation,
+                    rows: self.rows,
+                    params: self.params,
+                },
+                blake3: Some(blake3),
             },
         )
     }
@@ -229,13 +253,22 @@ impl HnswGraph {
         dimension: usize,
         editable: bool,
     ) -> Result<Option<Self>> {
-        let Some(info) = read_info(dir)? else {
+        let Some(Stamp { info, blake3 }) = read_stamp(dir)? else {
             return Ok(None);
         };
         if info.generation != catalog.generation || info.rows > catalog.rows {
             return Ok(None);
         }
         let [graph_path, _] = files(dir);
+        if let Some(expected) = blake3
+            && checksum(&graph_path)? != expected
+        {
+            return Err(IndexError::damaged(
+                dir,
+                &graph_path,
+                "its checksum does not match the one in hnsw.json",
+            ));
+        }
         let mut graph = Self::new(dimension, info.params)?;
         let path = graph_path.to_string_lossy();
         let opened = if editable {
@@ -243,18 +276,19 @@ impl HnswGraph {
         } else {
             graph.graph.view(&path)
         };
-        opened.map_err(|e| IndexError::corrupt(&graph_path, "usearch cannot open it", e))?;
+        opened
+            .map_err(|e| IndexError::unparsable(dir, &graph_path, "usearch cannot open it", e))?;
         if graph.graph.size() != info.rows as usize || graph.graph.dimensions() != dimension {
-            return Err(IndexError::Corrupt {
-                path: graph_path,
-                reason: format!(
+            return Err(IndexError::damaged(
+                dir,
+                &graph_path,
+                format!(
                     "{} rows of {} dimensions, but the stamp says {} of {dimension}",
                     graph.graph.size(),
                     graph.graph.dimensions(),
                     info.rows
                 ),
-                source: None,
-            });
+            ));
         }
         // The search breadth is not part of usearch's file: set it from the stamp.
         graph
@@ -270,8 +304,12 @@ fn files(dir: &Path) -> [PathBuf; 2] {
     [dir.join("hnsw.usearch"), dir.join("hnsw.json")]
 }
 
-/// The stamp of the saved graph, if the index has one (current or stale).
+/// What the saved graph covers, if the index has one (current or stale).
 pub(crate) fn read_info(dir: &Path) -> Result<Option<HnswInfo>> {
+    Ok(read_stamp(dir)?.map(|stamp| stamp.info))
+}
+
+fn read_stamp(dir: &Path) -> Result<Option<Stamp>> {
     let [_, stamp_path] = files(dir);
     if !stamp_path.is_file() {
         return Ok(None);
@@ -279,15 +317,26 @@ pub(crate) fn read_info(dir: &Path) -> Result<Option<HnswInfo>> {
     let text = fs_err::read_to_string(&stamp_path).map_err(io_error(&stamp_path))?;
     serde_json::from_str(&text)
         .map(Some)
-        .map_err(|e| IndexError::corrupt(&stamp_path, "unreadable JSON", e))
+        .map_err(|e| IndexError::unparsable(dir, &stamp_path, "unreadable JSON", e))
 }
 
-/// Writes the stamp through a temporary file and a rename. On its own, for a change that leaves
-/// the links as they are (the search breadth).
+/// Rewrites the stamp with `info`, keeping the graph's checksum: for a change that leaves the
+/// links as they are (the search breadth).
 pub(crate) fn write_info(dir: &Path, info: &HnswInfo) -> Result<()> {
+    let blake3 = read_stamp(dir)?.and_then(|stamp| stamp.blake3);
+    write_stamp(
+        dir,
+        &Stamp {
+            info: *info,
+            blake3,
+        },
+    )
+}
+
+/// Writes the stamp through a temporary file and a rename.
+fn write_stamp(dir: &Path, stamp: &Stamp) -> Result<()> {
     let [_, stamp_path] = files(dir);
-    let json = serde_json::to_string_pretty(info)
-        .map_err(|e| IndexError::corrupt(&stamp_path, "the stamp cannot be serialized", e))?;
+    let json = serde_json::to_string_pretty(stamp).map_err(IndexError::encode("the HNSW stamp"))?;
     let temporary = stamp_path.with_extension("json.tmp");
     fs_err::write(&temporary, json).map_err(io_error(&temporary))?;
     fs_err::rename(&temporary, &stamp_path).map_err(io_error(&stamp_path))

@@ -150,10 +150,15 @@ fn humanize(duration: Duration) -> String {
 /// A file that was not indexed, and why.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Skipped {
-    /// The file.
+    /// The file. Serialized for display: a name that is not UTF-8 is shown with U+FFFD.
+    #[serde(serialize_with = "lossy_path")]
     pub path: PathBuf,
     /// Why, for a person.
     pub reason: String,
+}
+
+fn lossy_path<S: serde::Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&path.to_string_lossy())
 }
 
 /// What an indexing run did.
@@ -225,7 +230,7 @@ pub fn index_paths(
     )?;
     let chunker = Chunker::new(&writer.manifest().chunker, embedder.tokenizer())?;
     let mut report = IndexReport::default();
-    let discovered = discover(roots);
+    let discovered = discover(roots, dir);
     report.skipped.extend(
         discovered
             .skipped

@@ -26,7 +26,7 @@
 //! println!("{} files added, {} skipped", report.added, report.skipped.len());
 //! let index = Index::open("my-index")?;
 //! let query = embedder.embed_query("how is a connection opened?")?;
-//! for (id, score) in index.dense_search(&query, 5) {
+//! for (id, score) in index.dense_search(&query, 5)? {
 //!     println!("{score:.3} {}", index.chunk(id).map_or("", |c| c.text));
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())

@@ -20,15 +20,22 @@ pub(crate) struct Discovered {
 /// Symlinks are followed; loops, broken links and unreadable entries are reported in
 /// [`Discovered::skipped`] rather than stopping the walk. Hidden files and folders (names
 /// starting with `.`) inside a folder are left out, but a hidden root is taken as asked.
+/// Indexes are not documents: the folder `index` (the one being written) and any other SCAR
+/// index met on the way are left out, or each run would index the last one's files.
 #[must_use]
-pub(crate) fn discover(roots: &[PathBuf]) -> Discovered {
+pub(crate) fn discover(roots: &[PathBuf], index: &Path) -> Discovered {
+    let index = fs::canonicalize(index).unwrap_or_else(|_| index.to_owned());
     let mut found = Discovered::default();
     for root in roots {
         let entries = WalkDir::new(root)
             .follow_links(true)
             .sort_by_file_name()
             .into_iter()
-            .filter_entry(|entry| entry.depth() == 0 || !is_hidden(entry.file_name()));
+            .filter_entry(|entry| {
+                let hidden = entry.depth() > 0 && is_hidden(entry.file_name());
+                let index_folder = entry.file_type().is_dir() && is_an_index(entry.path(), &index);
+                !hidden && !index_folder
+            });
         for entry in entries {
             match entry {
                 Ok(entry) if entry.file_type().is_file() => found.add_file(entry.path()),
@@ -55,6 +62,11 @@ impl Discovered {
     fn skip(&mut self, path: &Path, reason: String) {
         self.skipped.push((path.to_owned(), reason));
     }
+}
+
+/// True for the folder `index` (canonical) and for any folder that holds a SCAR index.
+fn is_an_index(dir: &Path, index: &Path) -> bool {
+    crate::store::is_index(dir) || fs::canonicalize(dir).is_ok_and(|d| d == index)
 }
 
 fn is_hidden(name: &std::ffi::OsStr) -> bool {
@@ -89,6 +101,11 @@ mod tests {
         fs::write(path, "text").unwrap();
     }
 
+    /// An index folder that no walk meets.
+    fn no_index() -> PathBuf {
+        PathBuf::from("/nonexistent/index")
+    }
+
     fn reasons(found: &Discovered) -> Vec<(&Path, &str)> {
         found
             .skipped
@@ -104,7 +121,7 @@ mod tests {
         for name in ["b.txt", "a/z.md", "a/c.txt", ".git/config", "a/.hidden.txt"] {
             touch(&root.join(name));
         }
-        let found = discover(std::slice::from_ref(&root));
+        let found = discover(std::slice::from_ref(&root), &no_index());
         assert_eq!(
             found.files,
             [
@@ -112,6 +129,26 @@ mod tests {
                 root.join("a/z.md"),
                 root.join("b.txt")
             ]
+        );
+        assert!(found.skipped.is_empty());
+    }
+
+    #[test]
+    fn index_folders_are_left_out() {
+        let dir = TempDir::new().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        touch(&root.join("doc.txt"));
+        // The index being written, not yet an index, named through a detour.
+        touch(&root.join("own/vectors.0.bin"));
+        // Another index: its manifest and text folder.
+        touch(&root.join("other/manifest.json"));
+        touch(&root.join("other/text/meta.json"));
+        // A folder with a manifest of some other kind is documents like any other.
+        touch(&root.join("web/manifest.json"));
+        let found = discover(std::slice::from_ref(&root), &root.join("web/../own"));
+        assert_eq!(
+            found.files,
+            [root.join("doc.txt"), root.join("web/manifest.json")]
         );
         assert!(found.skipped.is_empty());
     }
@@ -128,7 +165,7 @@ mod tests {
             root.clone(),
             root.join("sub/../sub/one.txt"),
         ];
-        let found = discover(&roots);
+        let found = discover(&roots, &no_index());
         assert_eq!(
             found.files,
             [root.join("sub/.notes.txt"), root.join("sub/one.txt")]
@@ -142,7 +179,7 @@ mod tests {
         touch(&root.join("docs/a.txt"));
         touch(&root.join("docs/z.txt"));
         symlink(&root, root.join("docs/m_loop")).unwrap();
-        let found = discover(std::slice::from_ref(&root));
+        let found = discover(std::slice::from_ref(&root), &no_index());
         assert_eq!(
             found.files,
             [root.join("docs/a.txt"), root.join("docs/z.txt")]
@@ -161,7 +198,7 @@ mod tests {
         touch(&root.join("real.txt"));
         symlink(root.join("real.txt"), root.join("alias.txt")).unwrap();
         assert_eq!(
-            discover(std::slice::from_ref(&root)).files,
+            discover(std::slice::from_ref(&root), &no_index()).files,
             [root.join("real.txt")]
         );
     }
@@ -173,7 +210,7 @@ mod tests {
         touch(&root.join("kept.txt"));
         symlink(root.join("gone.txt"), root.join("dangling.txt")).unwrap();
         let missing = root.join("missing");
-        let found = discover(&[root.clone(), missing.clone()]);
+        let found = discover(&[root.clone(), missing.clone()], &no_index());
         assert_eq!(found.files, [root.join("kept.txt")]);
         assert_eq!(
             reasons(&found),
@@ -192,7 +229,7 @@ mod tests {
         let file = dir.path().join("file.txt");
         touch(&file);
         let through_file = file.join("inside");
-        let found = discover(std::slice::from_ref(&through_file));
+        let found = discover(std::slice::from_ref(&through_file), &no_index());
         assert!(found.files.is_empty());
         let [(path, reason)] = reasons(&found)[..] else {
             panic!("{found:?}")

@@ -13,8 +13,8 @@ fn recall_at_10(index: &Index) -> f64 {
     let mut total = 0.0;
     for &id in &ids {
         let query = index.embedding(id);
-        let exact = index.exact_dense_search(query, 10);
-        let found = index.dense_search(query, 10);
+        let exact = index.exact_dense_search(query, 10).unwrap();
+        let found = index.dense_search(query, 10).unwrap();
         let floor = exact.last().map_or(f32::NEG_INFINITY, |hit| hit.1) - 1e-6;
         for (hit, score) in &found {
             if let Some((_, exact_score)) = exact.iter().find(|(e, _)| e == hit) {
@@ -65,7 +65,7 @@ fn graph_is_built_kept_current_and_removed() {
         .embed_passages(&[new_text], &mut |_| {})
         .unwrap()
         .data;
-    let top = opened.dense_search(&query, 1)[0].0;
+    let top = opened.dense_search(&query, 1).unwrap()[0].0;
     assert_eq!(opened.chunk(top).unwrap().text, new_text);
 
     // A removed file leaves dead rows, compacted into a new generation: the graph is rebuilt.

@@ -5,5 +5,7 @@ mod bad_inputs;
 mod common;
 mod corpora;
 mod crash;
+mod damaged;
+mod folders;
 mod hnsw;
 mod incremental;

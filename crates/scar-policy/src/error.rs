@@ -29,7 +29,7 @@ pub enum PolicyError {
     #[error("the query embedding {0}; check the embedding model's output")]
     Query(VectorProblem),
     /// A chunk embedding cannot be compared.
-    #[error("the embedding of chunk {id} {problem}; re-index its document")]
+    #[error("the embedding of chunk {id} {problem}")]
     Chunk {
         /// The chunk at fault.
         id: ChunkId,
@@ -50,9 +50,7 @@ pub enum PolicyError {
         found: usize,
     },
     /// A stored continuity is NaN or infinite.
-    #[error(
-        "the stored continuity of chunk {id} towards {side:?} is {value}; re-index its document"
-    )]
+    #[error("the stored continuity of chunk {id} towards {side:?} is {value}")]
     Continuity {
         /// The chunk whose continuity was asked for.
         id: ChunkId,

@@ -152,7 +152,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for query in &queries {
             let started = Instant::now();
             // The retriever ranks 100 × k deep for the evidence walk; the seeds are the top 5.
-            let hits = exact_top_k(&source.matrix, dimension, &documents, query, 500);
+            let hits = exact_top_k(&source.matrix, dimension, &documents, query, 500)
+                .map_err(|rows| format!("{} synthetic rows are not finite", rows.len()))?;
             search.push(started.elapsed());
             let seeds: Vec<Seed> = hits
                 .iter()

@@ -33,6 +33,45 @@ pub enum RetrieveError {
     /// Policy error.
     #[error(transparent)]
     Policy(#[from] scar_policy::PolicyError),
+    /// The policy met a chunk whose stored embedding or continuity is damaged.
+    #[error(
+        "chunk {chunk} of {document} is damaged; repair the index with \
+         `scar --index {dir} index --repair`",
+        dir = dir.display()
+    )]
+    DamagedChunk {
+        /// The index folder.
+        dir: std::path::PathBuf,
+        /// The chunk.
+        chunk: scar_core::ChunkId,
+        /// Its document, for display.
+        document: String,
+        /// What the policy found.
+        source: scar_policy::PolicyError,
+    },
+}
+
+impl RetrieveError {
+    /// A policy's error while it walked `index`: one about a chunk's stored values names the
+    /// chunk's document and the command that repairs the index.
+    #[must_use]
+    pub fn from_policy(index: &scar_index::Index, error: scar_policy::PolicyError) -> Self {
+        use scar_policy::PolicyError as P;
+        let (P::Chunk { id, .. } | P::Continuity { id, .. } | P::Dimensions { id, .. }) = error
+        else {
+            return Self::Policy(error);
+        };
+        let document = index.chunk(id).map_or_else(
+            || "a document no longer indexed".to_owned(),
+            |chunk| chunk.document.path.display().to_string(),
+        );
+        Self::DamagedChunk {
+            dir: index.dir().to_owned(),
+            chunk: id,
+            document,
+            source: error,
+        }
+    }
 }
 
 /// Result with [`RetrieveError`].

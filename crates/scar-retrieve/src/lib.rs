@@ -198,14 +198,14 @@ impl Retriever {
         let depth = k.saturating_mul(RANKING_DEPTH_PER_SEED);
         let (dense, lexical, scope) = match documents {
             None => (
-                self.index.dense_search(&embedding, depth),
+                self.index.dense_search(&embedding, depth)?,
                 self.index.bm25_search(query, depth)?,
                 self.index.len(),
             ),
             Some(slots) => {
                 let rows = self.index.rows_of(slots);
                 (
-                    self.index.dense_search_among(&embedding, &rows, depth),
+                    self.index.dense_search_among(&embedding, &rows, depth)?,
                     self.index.bm25_search_among(query, &rows, depth)?,
                     rows.len(),
                 )
@@ -256,7 +256,8 @@ impl Retriever {
             &prepared.seeds,
             &prepared.rankings,
             options,
-        )?;
+        )
+        .map_err(|e| RetrieveError::from_policy(&self.index, e))?;
         let policy_time = started.elapsed();
         Ok(SearchReport::new(
             &self.index,

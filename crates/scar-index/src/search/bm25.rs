@@ -4,7 +4,7 @@ use std::path::Path;
 
 use scar_core::ChunkId;
 
-use crate::store::{Index, TextFields};
+use crate::store::{Index, TextFields, read_error};
 use crate::{IndexError, Result};
 
 /// The text part of an open index: tantivy's index, a reader on it, and the schema's fields.
@@ -17,7 +17,12 @@ pub(crate) struct TextIndex {
 impl TextIndex {
     /// A reader on `index`, the text index of the index folder `dir`.
     pub(crate) fn new(dir: &Path, index: tantivy::Index) -> Result<Self> {
-        let reader = index.reader().map_err(|e| IndexError::text(dir, e))?;
+        // The catalog is read once, at open: the text index stays at the same commit.
+        let reader = index
+            .reader_builder()
+            .reload_policy(tantivy::ReloadPolicy::Manual)
+            .try_into()
+            .map_err(|e| read_error(dir, e))?;
         let (_, fields) = TextFields::schema();
         Ok(Self {
             index,

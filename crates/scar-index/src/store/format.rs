@@ -67,7 +67,7 @@ impl Manifest {
 
     /// Bytes of one stored vector.
     pub(crate) fn row_bytes(&self) -> usize {
-        self.model.dimension * self.vectors.bytes()
+        self.model.dimension.saturating_mul(self.vectors.bytes())
     }
 }
 
@@ -76,7 +76,8 @@ impl Manifest {
 pub struct DocumentEntry {
     /// Stable id of this version of the document (never reused).
     pub slot: u32,
-    /// Canonical path of the file.
+    /// Canonical path of the file, exactly as the file system spells it.
+    #[serde(with = "stored_path")]
     pub path: PathBuf,
     /// blake3 of the file's bytes.
     pub hash: String,
@@ -88,6 +89,49 @@ pub struct DocumentEntry {
     pub first_row: u32,
     /// Number of chunks.
     pub chunk_count: u32,
+}
+
+/// Paths in the catalog: a JSON string when they are UTF-8 (as every catalog has written them),
+/// otherwise their raw bytes, so that a file name the file system allows always round-trips.
+mod stored_path {
+    use std::path::{Path, PathBuf};
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Stored {
+        Text(String),
+        Bytes(Vec<u8>),
+    }
+
+    pub(super) fn serialize<S: Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error> {
+        match path.to_str() {
+            Some(text) => serializer.serialize_str(text),
+            None => path.as_os_str().as_encoded_bytes().serialize(serializer),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<PathBuf, D::Error> {
+        Ok(match Stored::deserialize(deserializer)? {
+            Stored::Text(text) => PathBuf::from(text),
+            Stored::Bytes(bytes) => from_bytes(bytes),
+        })
+    }
+
+    #[cfg(unix)]
+    fn from_bytes(bytes: Vec<u8>) -> PathBuf {
+        use std::os::unix::ffi::OsStringExt;
+        PathBuf::from(std::ffi::OsString::from_vec(bytes))
+    }
+
+    // Elsewhere paths that are not UTF-8 cannot be written as bytes and read back safely.
+    #[cfg(not(unix))]
+    fn from_bytes(bytes: Vec<u8>) -> PathBuf {
+        PathBuf::from(String::from_utf8_lossy(&bytes).into_owned())
+    }
 }
 
 /// A file's size and modification time (ns since the epoch): the cheap check that it has not
@@ -112,7 +156,7 @@ impl DocumentEntry {
     /// The rows (chunk ids) of this document.
     #[must_use]
     pub fn rows(&self) -> Range<u32> {
-        self.first_row..self.first_row + self.chunk_count
+        self.first_row..self.first_row.saturating_add(self.chunk_count)
     }
 }
 
@@ -135,7 +179,57 @@ impl Catalog {
     /// Rows owned by no document.
     #[must_use]
     pub fn dead_rows(&self) -> u32 {
-        self.rows - self.documents.iter().map(|d| d.chunk_count).sum::<u32>()
+        let live = self
+            .documents
+            .iter()
+            .map(|d| u64::from(d.chunk_count))
+            .sum::<u64>();
+        (u64::from(self.rows).saturating_sub(live)) as u32
+    }
+
+    /// What does not add up, for each document (by its place in `documents`) it concerns: rows
+    /// past the committed ones, overlapping or out of order, slots used twice or never handed out.
+    pub(crate) fn problems(&self) -> Vec<(usize, String)> {
+        let mut problems = Vec::new();
+        let mut slots = std::collections::HashSet::new();
+        let mut end_so_far = 0;
+        for (i, document) in self.documents.iter().enumerate() {
+            let rows = document.rows();
+            if document.chunk_count == 0 || rows.end > self.rows {
+                problems.push((
+                    i,
+                    format!("rows {rows:?} are not among the {} committed", self.rows),
+                ));
+            } else if rows.start < end_so_far {
+                problems.push((
+                    i,
+                    format!("rows {rows:?} overlap those of the document before"),
+                ));
+            } else if document.slot >= self.next_slot || !slots.insert(document.slot) {
+                problems.push((
+                    i,
+                    format!(
+                        "slot {} is used twice or was never handed out",
+                        document.slot
+                    ),
+                ));
+            } else {
+                end_so_far = rows.end;
+            }
+        }
+        problems
+    }
+
+    /// Bytes the vectors, records and strings files must hold, or `None` when they would not
+    /// fit in memory (a damaged row count or dimension).
+    pub(crate) fn committed_lengths(&self, manifest: &Manifest) -> Option<[u64; 3]> {
+        let rows = u64::from(self.rows);
+        let vectors = rows.checked_mul(manifest.row_bytes() as u64)?;
+        let lengths = [vectors, rows * RECORD_BYTES as u64, self.string_bytes];
+        lengths
+            .iter()
+            .all(|&l| usize::try_from(l).is_ok())
+            .then_some(lengths)
     }
 }
 
@@ -237,22 +331,27 @@ pub(crate) fn text_dir(dir: &Path) -> PathBuf {
     dir.join("text")
 }
 
+/// True when `dir` looks like a SCAR index: its manifest beside its text folder.
+pub(crate) fn is_index(dir: &Path) -> bool {
+    manifest_path(dir).is_file() && text_dir(dir).is_dir()
+}
+
 /// The three data files of a generation.
 pub(crate) fn data_files(dir: &Path, generation: u64) -> [PathBuf; 3] {
     ["vectors", "chunks", "strings"].map(|name| dir.join(format!("{name}.{generation}.bin")))
 }
 
-/// Checks that a data file holds the `committed` bytes the catalog counts on: a crash may leave
-/// more, never less.
-pub(crate) fn check_committed(file: &fs_err::File, committed: u64) -> Result<()> {
+/// Checks that a data file of the index in `dir` holds the `committed` bytes the catalog counts
+/// on: a crash may leave more, never less.
+pub(crate) fn check_committed(dir: &Path, file: &fs_err::File, committed: u64) -> Result<()> {
     let path = file.path();
     let actual = file.metadata().map_err(io_error(path))?.len();
     if actual < committed {
-        return Err(IndexError::Corrupt {
-            path: path.to_owned(),
-            reason: format!("{actual} bytes, but {committed} were committed"),
-            source: None,
-        });
+        return Err(IndexError::damaged(
+            dir,
+            path,
+            format!("{actual} bytes, but {committed} were committed"),
+        ));
     }
     Ok(())
 }
@@ -276,7 +375,16 @@ fn read_any_manifest(dir: &Path) -> Result<Manifest> {
         return Err(IndexError::NotAnIndex(dir.to_owned()));
     }
     let text = fs_err::read_to_string(&path).map_err(io_error(&path))?;
-    serde_json::from_str(&text).map_err(|e| IndexError::corrupt(&path, "unreadable JSON", e))
+    let manifest: Manifest = serde_json::from_str(&text)
+        .map_err(|e| IndexError::unparsable(dir, &path, "unreadable JSON", e))?;
+    if manifest.model.dimension == 0 {
+        return Err(IndexError::damaged(
+            dir,
+            &path,
+            "its model has 0 dimensions",
+        ));
+    }
+    Ok(manifest)
 }
 
 /// What an index of any format version was built with and from: enough to build it again.
@@ -292,7 +400,7 @@ pub struct BuiltFrom {
 /// `scar index --rebuild` can build it again in this build's format.
 pub fn built_from(dir: &Path) -> Result<BuiltFrom> {
     let manifest = read_any_manifest(dir)?;
-    let text = tantivy::Index::open_in_dir(text_dir(dir)).map_err(|e| IndexError::text(dir, e))?;
+    let text = super::text_dir::open_text(dir, super::text_dir::Access::Read)?;
     let catalog = read_catalog(dir, &text)?;
     Ok(BuiltFrom {
         manifest,
@@ -300,12 +408,20 @@ pub fn built_from(dir: &Path) -> Result<BuiltFrom> {
     })
 }
 
+/// The file that holds the catalog: tantivy's commit metadata.
+pub(crate) fn catalog_path(dir: &Path) -> PathBuf {
+    text_dir(dir).join("meta.json")
+}
+
 pub(crate) fn read_catalog(dir: &Path, tantivy: &tantivy::Index) -> Result<Catalog> {
-    let metas = tantivy.load_metas().map_err(|e| IndexError::text(dir, e))?;
+    let metas = tantivy.load_metas().map_err(|e| {
+        IndexError::unparsable(dir, &catalog_path(dir), "tantivy cannot read it", e)
+    })?;
     match metas.payload {
         None => Ok(Catalog::default()),
-        Some(payload) => serde_json::from_str(&payload)
-            .map_err(|e| IndexError::corrupt(&text_dir(dir), "unreadable commit payload", e)),
+        Some(payload) => serde_json::from_str(&payload).map_err(|e| {
+            IndexError::unparsable(dir, &catalog_path(dir), "unreadable commit payload", e)
+        }),
     }
 }
 
@@ -361,6 +477,31 @@ mod tests {
     }
 
     #[test]
+    fn paths_round_trip_whatever_their_bytes() {
+        use std::os::unix::ffi::OsStrExt;
+
+        let entry = |path: PathBuf| DocumentEntry {
+            slot: 1,
+            path,
+            hash: "h".into(),
+            size: 2,
+            modified_ns: 3,
+            first_row: 0,
+            chunk_count: 1,
+        };
+        let odd = entry(PathBuf::from(std::ffi::OsStr::from_bytes(
+            b"/d/bad\xffname.txt",
+        )));
+        let json = serde_json::to_string(&odd).unwrap();
+        assert_eq!(serde_json::from_str::<DocumentEntry>(&json).unwrap(), odd);
+        // What every catalog so far has written, a path as a string, reads as before.
+        let plain = r#"{"slot":1,"path":"/d/a.txt","hash":"h","size":2,"modified_ns":3,"first_row":0,"chunk_count":1}"#;
+        let read: DocumentEntry = serde_json::from_str(plain).unwrap();
+        assert_eq!(read, entry(PathBuf::from("/d/a.txt")));
+        assert_eq!(serde_json::to_string(&read).unwrap(), plain);
+    }
+
+    #[test]
     fn another_format_version_names_the_command_that_rebuilds() {
         let dir = tempfile::tempdir().unwrap();
         let manifest = Manifest::new(
@@ -397,7 +538,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fs_err::write(manifest_path(dir.path()), "{ not json").unwrap();
         let error = read_manifest(dir.path()).unwrap_err();
-        assert!(matches!(error, IndexError::Corrupt { .. }), "{error:?}");
+        assert!(matches!(error, IndexError::Damaged { .. }), "{error:?}");
         assert!(error.source().is_some());
     }
 }

@@ -16,9 +16,11 @@
 
 mod format;
 mod reader;
+mod text_dir;
 mod writer;
 
 pub use format::{BuiltFrom, Catalog, DocumentEntry, Manifest, VectorEncoding, built_from};
-pub(crate) use format::{TextFields, file_stamp};
+pub(crate) use format::{TextFields, file_stamp, is_index};
 pub use reader::{ChunkView, Index};
+pub(crate) use text_dir::read_error;
 pub(crate) use writer::{NewDocument, Writer};

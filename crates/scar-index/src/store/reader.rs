@@ -6,21 +6,28 @@ use std::path::{Path, PathBuf};
 use memmap2::Mmap;
 use scar_core::{ChunkId, Position, SeamKind, Side, cosine};
 
+use rayon::prelude::*;
+
 use super::format::{
-    Catalog, ChunkRecord, DocumentEntry, Manifest, RECORD_BYTES, VectorEncoding, check_committed,
-    data_files, read_catalog, read_manifest, text_dir,
+    Catalog, ChunkRecord, DocumentEntry, Manifest, RECORD_BYTES, VectorEncoding, catalog_path,
+    check_committed, data_files, read_catalog, read_manifest,
 };
+use super::text_dir::{Access, check_text, open_text};
 use crate::error::io_error;
 use crate::hnsw::{HnswGraph, HnswInfo};
 use crate::search::TextIndex;
 use crate::{IndexError, Result};
 
-fn map_file(path: &Path, committed: u64) -> Result<Option<Mmap>> {
-    let file = fs_err::File::open(path).map_err(io_error(path))?;
-    check_committed(&file, committed)?;
+fn map_file(dir: &Path, path: &Path, committed: u64) -> Result<Option<Mmap>> {
+    // Nothing committed: a new index's writer has not created the file yet.
     if committed == 0 {
         return Ok(None);
     }
+    let file = fs_err::File::open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => IndexError::damaged(dir, path, "it is missing"),
+        _ => io_error(path)(e),
+    })?;
+    check_committed(dir, &file, committed)?;
     // SAFETY: the data files are append-only; committed bytes are never rewritten in place
     // (compaction writes a new generation), so the mapped prefix stays valid while mapped.
     #[allow(unsafe_code)]
@@ -57,6 +64,38 @@ pub struct ChunkView<'a> {
     pub text: &'a str,
 }
 
+/// What is wrong with a document's rows, and in which file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Damage {
+    /// The damaged file.
+    pub file: PathBuf,
+    /// What is wrong, for a person.
+    pub reason: String,
+}
+
+/// Why a record's strings cannot be read.
+enum StringsProblem {
+    OutOfRange,
+    NotUtf8,
+}
+
+/// Maps the committed vectors: as they are (f32) or widened into memory (f16).
+fn map_vectors(dir: &Path, path: &Path, manifest: &Manifest, committed: u64) -> Result<Vectors> {
+    let map = map_file(dir, path, committed)?;
+    let committed = committed as usize;
+    Ok(match manifest.vectors {
+        // Only the committed prefix: a crashed writer may have left a torn row after it.
+        VectorEncoding::F32 => Vectors::Mapped(map, committed),
+        VectorEncoding::F16 => {
+            let bytes = map.as_deref().map_or(&[][..], |m| &m[..committed]);
+            let halves: &[half::f16] = bytemuck::try_cast_slice(bytes).map_err(|e| {
+                IndexError::damaged(dir, path, format!("cannot be read as f16: {e}"))
+            })?;
+            Vectors::Widened(halves.iter().map(|h| h.to_f32()).collect())
+        }
+    })
+}
+
 /// An open index, for reading.
 pub struct Index {
     dir: PathBuf,
@@ -83,37 +122,44 @@ impl std::fmt::Debug for Index {
 }
 
 impl Index {
-    /// Opens the index in `dir` as of its last commit.
+    /// Opens the index in `dir` as of its last commit, after checking what it reads: the
+    /// manifest, the catalog against the data files' lengths, every live chunk's record against
+    /// the files it points into, its text as UTF-8, the text index's checksums, and the HNSW
+    /// graph's. Anything damaged is an [`IndexError::Damaged`] naming the file.
     pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = dir.as_ref().to_owned();
         let manifest = read_manifest(&dir)?;
-        let text =
-            tantivy::Index::open_in_dir(text_dir(&dir)).map_err(|e| IndexError::text(&dir, e))?;
+        let text = open_text(&dir, Access::Read)?;
         let catalog = read_catalog(&dir, &text)?;
-        let [vector_path, record_path, string_path] = data_files(&dir, catalog.generation);
-        let rows = u64::from(catalog.rows);
-        let row_bytes = manifest.row_bytes() as u64;
-        let vector_map = map_file(&vector_path, rows * row_bytes)?;
-        let vectors = match manifest.vectors {
-            // Only the committed prefix: a crashed writer may have left a torn row after it.
-            VectorEncoding::F32 => Vectors::Mapped(vector_map, (rows * row_bytes) as usize),
-            VectorEncoding::F16 => Vectors::Widened(vector_map.map_or_else(Vec::new, |map| {
-                let halves: &[half::f16] =
-                    bytemuck::cast_slice(&map[..(rows * row_bytes) as usize]);
-                halves.iter().map(|h| h.to_f32()).collect()
-            })),
-        };
-        let records = map_file(&record_path, rows * RECORD_BYTES as u64)?;
-        let strings = map_file(&string_path, catalog.string_bytes)?;
+        if let Some((i, problem)) = catalog.problems().into_iter().next() {
+            let path = catalog.documents[i].path.display();
+            return Err(IndexError::damaged(
+                &dir,
+                &catalog_path(&dir),
+                format!("{path}: {problem}"),
+            ));
+        }
+        let lengths = catalog.committed_lengths(&manifest).ok_or_else(|| {
+            IndexError::damaged(
+                &dir,
+                &catalog_path(&dir),
+                format!("{} rows cannot be addressed", catalog.rows),
+            )
+        })?;
+        let paths = data_files(&dir, catalog.generation);
+        let vectors = map_vectors(&dir, &paths[0], &manifest, lengths[0])?;
+        let records = map_file(&dir, &paths[1], lengths[1])?;
+        let strings = map_file(&dir, &paths[2], lengths[2])?;
         let mut row_documents = vec![u32::MAX; catalog.rows as usize];
         for (i, document) in catalog.documents.iter().enumerate() {
             for row in document.rows() {
                 row_documents[row as usize] = i as u32;
             }
         }
+        check_text(&dir, &text)?;
         let text = TextIndex::new(&dir, text)?;
         let hnsw = HnswGraph::open(&dir, &catalog, manifest.model.dimension, false)?;
-        Ok(Self {
+        let index = Self {
             dir,
             manifest,
             catalog,
@@ -123,7 +169,73 @@ impl Index {
             row_documents,
             text,
             hnsw,
-        })
+        };
+        let damage = index
+            .catalog
+            .documents
+            .par_iter()
+            .find_map_first(|document| Some((document, index.document_damage(document)?)));
+        if let Some((document, Damage { file, reason })) = damage {
+            let reason = format!("{}, {reason}", document.path.display());
+            return Err(IndexError::damaged(&index.dir, &file, reason));
+        }
+        let live = index.text.live_chunks();
+        if live != index.len() as u64 {
+            return Err(IndexError::damaged(
+                &index.dir,
+                &catalog_path(&index.dir),
+                format!(
+                    "the text index holds {live} chunks, the catalog {}",
+                    index.len()
+                ),
+            ));
+        }
+        Ok(index)
+    }
+
+    /// The first thing wrong with the rows of `document` that would stop a reader: a record
+    /// that is missing, belongs elsewhere or points past the strings, text that is not UTF-8, a
+    /// vector that is missing. Values (vectors, continuity) are [`Index::verify`]'s to check.
+    pub(crate) fn document_damage(&self, document: &DocumentEntry) -> Option<Damage> {
+        let [vectors, records, strings] = data_files(&self.dir, self.catalog.generation);
+        let damage = |file: &PathBuf, row: u32, reason: String| {
+            Some(Damage {
+                file: file.clone(),
+                reason: format!("chunk {row}: {reason}"),
+            })
+        };
+        let dimension = self.manifest.model.dimension;
+        for (ordinal, row) in (0u32..).zip(document.rows()) {
+            let Some(record) = self.record(ChunkId(row)) else {
+                return damage(&records, row, "its record is missing".into());
+            };
+            if (record.slot, record.ordinal) != (document.slot, ordinal) {
+                return damage(
+                    &records,
+                    row,
+                    format!(
+                        "its record says slot {} ordinal {}, the catalog slot {} ordinal {ordinal}",
+                        record.slot, record.ordinal, document.slot
+                    ),
+                );
+            }
+            if record.bytes.0 > record.bytes.1 || record.chars.0 > record.chars.1 {
+                return damage(&records, row, "its ranges run backwards".into());
+            }
+            match self.strings_of(&record) {
+                Err(StringsProblem::OutOfRange) => {
+                    return damage(&records, row, "its text lies past the strings".into());
+                }
+                Err(StringsProblem::NotUtf8) => {
+                    return damage(&strings, row, "its text is not UTF-8".into());
+                }
+                Ok(_) => {}
+            }
+            if self.matrix().len() / dimension <= row as usize {
+                return damage(&vectors, row, "its vector is missing".into());
+            }
+        }
+        None
     }
 
     /// What the HNSW graph covers, when the index has a current one (dense search then uses it).
@@ -199,10 +311,31 @@ impl Index {
             .flat_map(|d| d.rows().map(ChunkId))
     }
 
-    fn record(&self, id: ChunkId) -> ChunkRecord {
-        let start = id.index() * RECORD_BYTES;
+    fn record(&self, id: ChunkId) -> Option<ChunkRecord> {
+        let start = id.index().checked_mul(RECORD_BYTES)?;
         let records = self.records.as_deref().unwrap_or_default();
-        ChunkRecord::decode(&records[start..start + RECORD_BYTES])
+        records
+            .get(start..start.checked_add(RECORD_BYTES)?)
+            .map(ChunkRecord::decode)
+    }
+
+    /// A record's text and heading path, from the committed strings.
+    fn strings_of(&self, record: &ChunkRecord) -> Result<(&str, &str), StringsProblem> {
+        let strings = self.strings.as_deref().unwrap_or_default();
+        let committed = strings.len().min(self.catalog.string_bytes as usize);
+        let start = usize::try_from(record.text_offset).map_err(|_| StringsProblem::OutOfRange)?;
+        let text_end = start.checked_add(record.text_len as usize);
+        let heading_end = text_end.and_then(|end| end.checked_add(record.heading_len as usize));
+        let (Some(text_end), Some(heading_end)) = (text_end, heading_end) else {
+            return Err(StringsProblem::OutOfRange);
+        };
+        if heading_end > committed {
+            return Err(StringsProblem::OutOfRange);
+        }
+        let utf8 = |range: Range<usize>| {
+            std::str::from_utf8(&strings[range]).map_err(|_| StringsProblem::NotUtf8)
+        };
+        Ok((utf8(start..text_end)?, utf8(text_end..heading_end)?))
     }
 
     fn document_of(&self, id: ChunkId) -> Option<&DocumentEntry> {
@@ -220,14 +353,9 @@ impl Index {
     #[must_use]
     pub fn chunk(&self, id: ChunkId) -> Option<ChunkView<'_>> {
         let document = self.document_of(id)?;
-        let record = self.record(id);
-        let strings = self.strings.as_deref().unwrap_or_default();
-        let start = record.text_offset as usize;
-        let text_end = start + record.text_len as usize;
-        let heading_end = text_end + record.heading_len as usize;
-        // Written by us from &str slices at char boundaries, so always valid UTF-8.
-        let text = std::str::from_utf8(&strings[start..text_end]).unwrap_or_default();
-        let heading_path = std::str::from_utf8(&strings[text_end..heading_end]).unwrap_or_default();
+        let record = self.record(id)?;
+        // Checked when the index was opened.
+        let (text, heading_path) = self.strings_of(&record).ok()?;
         Some(ChunkView {
             id,
             document,
@@ -241,31 +369,41 @@ impl Index {
         })
     }
 
-    /// The chunk's embedding (unit length).
+    /// The chunk's embedding (unit length); empty for an id past the stored rows.
     #[must_use]
     pub fn embedding(&self, id: ChunkId) -> &[f32] {
         let dimension = self.manifest.model.dimension;
-        &self.matrix()[id.index() * dimension..(id.index() + 1) * dimension]
+        let start = id.index().saturating_mul(dimension);
+        self.matrix()
+            .get(start..start.saturating_add(dimension))
+            .unwrap_or_default()
     }
 
     /// Every stored row, dead ones included, laid end to end.
     pub(crate) fn matrix(&self) -> &[f32] {
         match &self.vectors {
-            Vectors::Mapped(map, committed) => {
-                bytemuck::cast_slice(map.as_deref().map_or(&[][..], |m| &m[..*committed]))
-            }
+            Vectors::Mapped(map, committed) => map
+                .as_deref()
+                .and_then(|m| bytemuck::try_cast_slice(m.get(..*committed)?).ok())
+                .unwrap_or_default(),
             Vectors::Widened(rows) => rows,
         }
     }
 
-    /// The chunk's (document, ordinal).
+    /// The chunk's (document, ordinal); for an id this index does not hold, a position in no
+    /// document (`u32::MAX`).
     #[must_use]
     pub fn position(&self, id: ChunkId) -> Position {
-        let record = self.record(id);
-        Position {
-            document: record.slot,
-            ordinal: record.ordinal,
-        }
+        self.record(id).map_or(
+            Position {
+                document: u32::MAX,
+                ordinal: u32::MAX,
+            },
+            |record| Position {
+                document: record.slot,
+                ordinal: record.ordinal,
+            },
+        )
     }
 
     /// The adjacent chunk on `side` in the same document, or `None` at the document's edge.
@@ -282,8 +420,8 @@ impl Index {
     /// The stored cos(chunk, next chunk in its document), computed at indexing time.
     #[must_use]
     pub fn continuity_next(&self, id: ChunkId) -> Option<f32> {
-        self.neighbour(id, Side::Next)
-            .map(|_| self.record(id).continuity_next)
+        self.neighbour(id, Side::Next)?;
+        self.record(id).map(|record| record.continuity_next)
     }
 
     /// Where the cut between the chunk and its neighbour on `side` fell, as the chunker saw it;
@@ -295,7 +433,7 @@ impl Index {
             Side::Next => id,
         };
         self.neighbour(left, Side::Next)?;
-        self.record(left).seam_next
+        self.record(left)?.seam_next
     }
 
     /// The live rows of the documents in `slots`, in row order.
@@ -311,48 +449,19 @@ impl Index {
 
     /// Checks what a crash must never break: every live chunk has its record, its vector (unit
     /// length, finite) and its text; ordinals are contiguous; stored continuity equals the
-    /// recomputed cosine; tantivy holds exactly the live documents. Returns the problems found.
+    /// recomputed cosine; tantivy holds exactly the live documents. Returns the problems found,
+    /// each naming its document.
     pub fn verify(&self) -> Result<Vec<String>> {
-        let mut problems = Vec::new();
-        let mut seen_rows = 0u32;
-        for document in &self.catalog.documents {
-            if document.first_row < seen_rows || document.rows().end > self.catalog.rows {
-                problems.push(format!(
-                    "{}: rows {:?} overlap or overrun",
-                    document.path.display(),
-                    document.rows()
-                ));
-                continue;
-            }
-            seen_rows = document.rows().end;
-            for (ordinal, row) in document.rows().enumerate() {
-                let id = ChunkId(row);
-                let record = self.record(id);
-                if record.slot != document.slot || record.ordinal != ordinal as u32 {
-                    problems.push(format!(
-                        "chunk {id}: record says slot {} ordinal {}",
-                        record.slot, record.ordinal
-                    ));
-                }
-                let vector = self.embedding(id);
-                let length: f32 = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
-                if !vector.iter().all(|x| x.is_finite()) || (length - 1.0).abs() > 1e-2 {
-                    problems.push(format!("chunk {id}: vector is not a finite unit vector"));
-                }
-                if let Some(next) = self.neighbour(id, Side::Next) {
-                    let expected = cosine(vector, self.embedding(next));
-                    if (expected - record.continuity_next).abs() > 1e-3 {
-                        problems.push(format!(
-                            "chunk {id}: stored continuity {} but cosine is {expected}",
-                            record.continuity_next
-                        ));
-                    }
-                }
-                if self.chunk(id).is_none_or(|c| c.text.is_empty()) {
-                    problems.push(format!("chunk {id}: no text"));
-                }
-            }
-        }
+        let mut problems: Vec<String> = self
+            .catalog
+            .documents
+            .par_iter()
+            .flat_map_iter(|document| {
+                self.document_problems(document)
+                    .into_iter()
+                    .map(move |problem| format!("{}: {problem}", document.path.display()))
+            })
+            .collect();
         let live_docs = self.text.live_chunks();
         if live_docs != self.len() as u64 {
             problems.push(format!(
@@ -361,5 +470,36 @@ impl Index {
             ));
         }
         Ok(problems)
+    }
+
+    /// What is wrong with the rows of `document`: damage a reader would stop at, or values
+    /// (vectors, continuity, text) that are not what indexing wrote.
+    pub(crate) fn document_problems(&self, document: &DocumentEntry) -> Vec<String> {
+        if let Some(damage) = self.document_damage(document) {
+            return vec![damage.reason];
+        }
+        let mut problems = Vec::new();
+        for row in document.rows() {
+            let id = ChunkId(row);
+            let vector = self.embedding(id);
+            let length: f32 = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+            if !vector.iter().all(|x| x.is_finite()) || (length - 1.0).abs() > 1e-2 {
+                problems.push(format!("chunk {id}: vector is not a finite unit vector"));
+            }
+            if let (Some(next), Some(stored)) =
+                (self.neighbour(id, Side::Next), self.continuity_next(id))
+            {
+                let expected = cosine(vector, self.embedding(next));
+                if (expected - stored).abs() > 1e-3 || stored.is_nan() {
+                    problems.push(format!(
+                        "chunk {id}: stored continuity {stored} but cosine is {expected}"
+                    ));
+                }
+            }
+            if self.chunk(id).is_none_or(|c| c.text.is_empty()) {
+                problems.push(format!("chunk {id}: no text"));
+            }
+        }
+        problems
     }
 }

@@ -11,6 +11,8 @@ use super::format::{
     Catalog, ChunkRecord, DocumentEntry, Manifest, RECORD_BYTES, TextFields, VectorEncoding,
     check_committed, data_files, manifest_path, read_catalog, read_manifest, text_dir,
 };
+use super::reader::Index;
+use super::text_dir::{Access, create_text, open_text};
 use crate::chunk::ChunkSpan;
 use crate::error::io_error;
 use crate::{IndexError, Result};
@@ -64,12 +66,13 @@ impl Writer {
         } else {
             create(dir, manifest)?
         };
-        let text =
-            tantivy::Index::open_in_dir(text_dir(dir)).map_err(|e| IndexError::text(dir, e))?;
+        let text = open_text(dir, Access::Write)?;
         let writer = text.writer(50_000_000).map_err(|e| match e {
             tantivy::TantivyError::LockFailure(..) => IndexError::Busy(dir.to_owned()),
             other => IndexError::text(dir, other),
         })?;
+        // What is there must be sound before anything is added to it or compacted.
+        Index::open(dir)?;
         let catalog = read_catalog(dir, &text)?;
         remove_stale_generations(dir, catalog.generation)?;
         let files = open_data_files(dir, &manifest, &catalog)?;
@@ -187,8 +190,8 @@ impl Writer {
                 source: e,
             })?;
         }
-        let payload = serde_json::to_string(&self.catalog)
-            .map_err(|e| IndexError::corrupt(&self.dir, "the catalog cannot be serialized", e))?;
+        let payload =
+            serde_json::to_string(&self.catalog).map_err(IndexError::encode("the catalog"))?;
         let mut commit = self
             .text
             .prepare_commit()
@@ -216,17 +219,26 @@ impl Writer {
         let (mut new_vectors, mut new_records, mut new_strings) =
             (Vec::new(), Vec::new(), Vec::new());
         let mut row = 0u32;
+        // The live rows were checked when the writer opened; a file that changed since is
+        // reported, not sliced past its end.
         for document in &mut next.documents {
             let first = document.first_row as usize;
             let count = document.chunk_count as usize;
-            new_vectors.extend_from_slice(&vectors[first * row_bytes..(first + count) * row_bytes]);
+            new_vectors.extend_from_slice(part(
+                &self.dir,
+                &vectors,
+                &old[0],
+                first * row_bytes,
+                count * row_bytes,
+            )?);
             for r in first..first + count {
-                let record_bytes = &records[r * RECORD_BYTES..(r + 1) * RECORD_BYTES];
+                let record_bytes =
+                    part(&self.dir, &records, &old[1], r * RECORD_BYTES, RECORD_BYTES)?;
                 let mut record = ChunkRecord::decode(record_bytes);
                 let start = record.text_offset as usize;
-                let end = start + (record.text_len + record.heading_len) as usize;
+                let length = record.text_len as usize + record.heading_len as usize;
                 record.text_offset = new_strings.len() as u64;
-                new_strings.extend_from_slice(&strings[start..end]);
+                new_strings.extend_from_slice(part(&self.dir, &strings, &old[2], start, length)?);
                 new_records.extend(record.encode());
             }
             document.first_row = row;
@@ -257,6 +269,21 @@ impl Writer {
     }
 }
 
+/// `length` bytes of `bytes` (the content of `path`) from `start`. The live rows were checked
+/// when the writer opened; a file that changed since is reported, not sliced past its end.
+fn part<'a>(
+    dir: &Path,
+    bytes: &'a [u8],
+    path: &Path,
+    start: usize,
+    length: usize,
+) -> Result<&'a [u8]> {
+    start
+        .checked_add(length)
+        .and_then(|end| bytes.get(start..end))
+        .ok_or_else(|| IndexError::damaged(dir, path, "it is shorter than the catalog says"))
+}
+
 /// Creates a new index folder; the manifest is written last, so a folder without one is never
 /// mistaken for an index.
 fn create(dir: &Path, manifest: Manifest) -> Result<Manifest> {
@@ -266,12 +293,11 @@ fn create(dir: &Path, manifest: Manifest) -> Result<Manifest> {
         fs_err::remove_dir_all(&text).map_err(io_error(&text))?;
     }
     fs_err::create_dir_all(&text).map_err(io_error(&text))?;
-    let (schema, _) = TextFields::schema();
-    tantivy::Index::create_in_dir(&text, schema).map_err(|e| IndexError::text(dir, e))?;
+    create_text(dir)?;
     let path = manifest_path(dir);
     let temporary = path.with_extension("json.tmp");
-    let json = serde_json::to_string_pretty(&manifest)
-        .map_err(|e| IndexError::corrupt(&path, "the manifest cannot be serialized", e))?;
+    let json =
+        serde_json::to_string_pretty(&manifest).map_err(IndexError::encode("the manifest"))?;
     fs_err::write(&temporary, json).map_err(io_error(&temporary))?;
     fs_err::rename(&temporary, &path).map_err(io_error(&path))?;
     Ok(manifest)
@@ -299,12 +325,13 @@ fn open_data_files(
     catalog: &Catalog,
 ) -> Result<[fs_err::File; 3]> {
     let current = data_files(dir, catalog.generation);
-    let rows = u64::from(catalog.rows);
-    let lengths = [
-        rows * manifest.row_bytes() as u64,
-        rows * RECORD_BYTES as u64,
-        catalog.string_bytes,
-    ];
+    let lengths = catalog.committed_lengths(manifest).ok_or_else(|| {
+        IndexError::damaged(
+            dir,
+            &super::format::catalog_path(dir),
+            format!("{} rows cannot be addressed", catalog.rows),
+        )
+    })?;
     let open = |path: &PathBuf, length: u64| -> Result<fs_err::File> {
         let file = fs_err::OpenOptions::new()
             .create(true)
@@ -312,7 +339,7 @@ fn open_data_files(
             .read(true)
             .open(path)
             .map_err(io_error(path))?;
-        check_committed(&file, length)?;
+        check_committed(dir, &file, length)?;
         file.set_len(length).map_err(io_error(path))?;
         Ok(file)
     };

@@ -1,0 +1,214 @@
+//! tantivy's folder as SCAR opens it: files it writes follow the umask like every other file of
+//! the index, and a reader takes no lock, so a shared or read-only index can be searched.
+//!
+//! tantivy's own folder writes `meta.json` and `.managed.json` through temporary files created
+//! 0600 (only their owner may read them), and its reader takes a file lock, which needs write
+//! access to the folder.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tantivy::directory::error::{DeleteError, LockError, OpenReadError, OpenWriteError};
+use tantivy::directory::{
+    Directory, DirectoryLock, FileHandle, Lock, MmapDirectory, WatchCallback, WatchHandle, WritePtr,
+};
+
+use super::format::{TextFields, text_dir};
+use crate::error::io_error;
+use crate::{IndexError, Result};
+
+/// What the process does with the text index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Searches it: no lock, nothing written.
+    Read,
+    /// Writes it, under tantivy's locks.
+    Write,
+}
+
+/// The text index of the index folder `dir`. Its JSON files are parsed first, so that a
+/// damaged one is named.
+pub(crate) fn open_text(dir: &Path, access: Access) -> Result<tantivy::Index> {
+    for (name, required) in [("meta.json", true), (".managed.json", false)] {
+        let path = text_dir(dir).join(name);
+        match fs_err::read(&path) {
+            Ok(bytes) => {
+                serde_json::from_slice::<serde::de::IgnoredAny>(&bytes)
+                    .map_err(|e| IndexError::unparsable(dir, &path, "unreadable JSON", e))?;
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound && !required => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(IndexError::damaged(dir, &path, "it is missing"));
+            }
+            Err(e) => return Err(io_error(&path)(e)),
+        }
+    }
+    let folder = TextFolder::open(dir, access)?;
+    tantivy::Index::open(folder).map_err(|e| read_error(dir, e))
+}
+
+/// Checks what the text index holds before anything reads it: the schema, and the checksum of
+/// every file of its segments (tantivy does not check them when it reads, and damaged bytes in
+/// a term dictionary or posting list can make it panic).
+pub(crate) fn check_text(dir: &Path, index: &tantivy::Index) -> Result<()> {
+    let (schema, _) = TextFields::schema();
+    if index.schema() != schema {
+        return Err(IndexError::damaged(
+            dir,
+            &super::format::catalog_path(dir),
+            "its schema is not the one SCAR writes",
+        ));
+    }
+    let segments: Vec<String> = index
+        .searchable_segment_metas()
+        .map_err(|e| read_error(dir, e))?
+        .iter()
+        .map(|meta| meta.id().uuid_string())
+        .collect();
+    let folder = text_dir(dir);
+    for entry in fs_err::read_dir(&folder).map_err(io_error(&folder))? {
+        let entry = entry.map_err(io_error(&folder))?;
+        let name = entry.file_name();
+        let Some(segment) = name.to_str().and_then(|n| n.split('.').next()) else {
+            continue;
+        };
+        if !segments.iter().any(|s| s == segment) {
+            continue;
+        }
+        let relative = Path::new(&name);
+        let sound = index
+            .directory()
+            .validate_checksum(relative)
+            .map_err(|e| read_error(dir, e.into()))?;
+        if !sound {
+            return Err(IndexError::damaged(
+                dir,
+                &entry.path(),
+                "its checksum does not match its content",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A tantivy error met while reading: damaged data is reported as a damaged file of the index.
+pub(crate) fn read_error(dir: &Path, error: tantivy::TantivyError) -> IndexError {
+    use tantivy::TantivyError as E;
+    use tantivy::directory::error::OpenDirectoryError;
+
+    let folder = text_dir(dir);
+    match error {
+        E::OpenReadError(OpenReadError::FileDoesNotExist(path)) => {
+            IndexError::damaged(dir, &folder.join(path), "it is missing")
+        }
+        E::OpenReadError(OpenReadError::IncompatibleIndex(incompatibility)) => {
+            IndexError::damaged(dir, &folder, format!("{incompatibility:?}"))
+        }
+        E::OpenReadError(OpenReadError::IoError { io_error, filepath })
+            if matches!(
+                io_error.kind(),
+                io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof
+            ) =>
+        {
+            IndexError::damaged(dir, &folder.join(filepath), io_error.to_string())
+        }
+        E::OpenDirectoryError(OpenDirectoryError::DoesNotExist(_)) => {
+            IndexError::damaged(dir, &folder, "it is missing")
+        }
+        E::DataCorruption(corruption) => {
+            // tantivy's message quotes the whole file: its first line is enough.
+            let reason = format!("{corruption:?}");
+            let reason: String = reason
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(200)
+                .collect();
+            IndexError::damaged(dir, &folder, reason)
+        }
+        other => IndexError::text(dir, other),
+    }
+}
+
+/// Creates the (empty) text index of the index folder `dir`.
+pub(crate) fn create_text(dir: &Path) -> Result<tantivy::Index> {
+    let folder = TextFolder::open(dir, Access::Write)?;
+    let (schema, _) = TextFields::schema();
+    tantivy::Index::create(folder, schema, tantivy::IndexSettings::default())
+        .map_err(|e| IndexError::text(dir, e))
+}
+
+#[derive(Debug, Clone)]
+struct TextFolder {
+    inner: MmapDirectory,
+    path: PathBuf,
+    access: Access,
+}
+
+impl TextFolder {
+    fn open(dir: &Path, access: Access) -> Result<Self> {
+        let path = text_dir(dir);
+        let inner = MmapDirectory::open(&path)
+            .map_err(|e| read_error(dir, tantivy::TantivyError::from(e)))?;
+        Ok(Self {
+            inner,
+            path,
+            access,
+        })
+    }
+}
+
+impl Directory for TextFolder {
+    fn get_file_handle(&self, path: &Path) -> Result<Arc<dyn FileHandle>, OpenReadError> {
+        self.inner.get_file_handle(path)
+    }
+
+    fn delete(&self, path: &Path) -> Result<(), DeleteError> {
+        self.inner.delete(path)
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool, OpenReadError> {
+        self.inner.exists(path)
+    }
+
+    fn open_write(&self, path: &Path) -> Result<WritePtr, OpenWriteError> {
+        self.inner.open_write(path)
+    }
+
+    fn atomic_read(&self, path: &Path) -> Result<Vec<u8>, OpenReadError> {
+        self.inner.atomic_read(path)
+    }
+
+    /// Through a temporary file beside the target and a rename, as tantivy does, but created
+    /// with the process's umask.
+    fn atomic_write(&self, path: &Path, data: &[u8]) -> io::Result<()> {
+        let target = self.path.join(path);
+        let mut name = target.file_name().unwrap_or_default().to_os_string();
+        name.push(".tmp");
+        let temporary = target.with_file_name(name);
+        let mut file = std::fs::File::create(&temporary)?;
+        file.write_all(data)?;
+        file.sync_data()?;
+        std::fs::rename(&temporary, &target)
+    }
+
+    fn sync_directory(&self) -> io::Result<()> {
+        self.inner.sync_directory()
+    }
+
+    /// A reader takes no lock. tantivy's lock only keeps a writer's garbage collection from
+    /// deleting segments while a reader opens them: a search racing a commit can then fail on a
+    /// missing file (and can be run again), but never reads wrong data.
+    fn acquire_lock(&self, lock: &Lock) -> Result<DirectoryLock, LockError> {
+        match self.access {
+            Access::Read => Ok(DirectoryLock::from(Box::new(()))),
+            Access::Write => self.inner.acquire_lock(lock),
+        }
+    }
+
+    fn watch(&self, callback: WatchCallback) -> tantivy::Result<WatchHandle> {
+        self.inner.watch(callback)
+    }
+}

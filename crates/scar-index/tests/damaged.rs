@@ -1,0 +1,168 @@
+//! A damaged index is refused with an error that names the damaged file and the command that
+//! repairs it; nothing panics.
+
+use std::path::Path;
+
+use scar_index::{Index, IndexError, IndexOptions};
+
+use crate::common::{index, small_corpus, tiny_bert};
+
+/// A small index of three files in `dir`, and the folder they came from.
+fn built(dir: &Path) -> tempfile::TempDir {
+    let docs = tempfile::tempdir().unwrap();
+    small_corpus(docs.path(), 3, 1200);
+    index(
+        dir,
+        &[docs.path().to_path_buf()],
+        &tiny_bert(),
+        &IndexOptions::default(),
+    );
+    docs
+}
+
+/// Opening fails with a damage report that names `file` and the repair command.
+fn refused(dir: &Path, file: &str) -> IndexError {
+    let error = Index::open(dir).expect_err("a damaged index opened");
+    let message = error.to_string();
+    assert!(matches!(error, IndexError::Damaged { .. }), "{error:?}");
+    assert!(message.contains(file), "{file} not named: {message}");
+    assert!(
+        message.contains(&format!("scar --index {} index --repair", dir.display())),
+        "{message}"
+    );
+    error
+}
+
+/// Rewrites the catalog, the text index's commit payload, with `change`.
+fn edit_catalog(dir: &Path, change: impl FnOnce(&mut serde_json::Value)) {
+    let meta_path = dir.join("text/meta.json");
+    let mut meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    let mut catalog: serde_json::Value =
+        serde_json::from_str(meta["payload"].as_str().unwrap()).unwrap();
+    change(&mut catalog);
+    meta["payload"] = catalog.to_string().into();
+    std::fs::write(&meta_path, meta.to_string()).unwrap();
+}
+
+#[test]
+fn random_chunk_records_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let _docs = built(dir.path());
+    let path = dir.path().join("chunks.0.bin");
+    let length = std::fs::metadata(&path).unwrap().len() as usize;
+    let mut state = 0x5EEDu64;
+    let noise: Vec<u8> = (0..length)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 56) as u8
+        })
+        .collect();
+    std::fs::write(&path, noise).unwrap();
+    refused(dir.path(), "chunks.0.bin");
+}
+
+#[test]
+fn catalog_rows_out_of_range_are_refused_by_readers_and_writers() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = built(dir.path());
+    edit_catalog(dir.path(), |catalog| {
+        catalog["documents"][1]["first_row"] = 1_000_000.into();
+    });
+    refused(dir.path(), "meta.json");
+    let error = scar_index::index_paths(
+        dir.path(),
+        &[docs.path().to_path_buf()],
+        &tiny_bert(),
+        &IndexOptions::default(),
+        &mut |_| {},
+        &std::sync::atomic::AtomicBool::new(false),
+    )
+    .unwrap_err();
+    assert!(error.to_string().contains("--repair"), "{error}");
+}
+
+#[test]
+fn a_manifest_of_zero_dimensions_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let _docs = built(dir.path());
+    for vectors in ["f32", "f16"] {
+        let path = dir.path().join("manifest.json");
+        let mut manifest: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        manifest["model"]["dimension"] = 0.into();
+        manifest["vectors"] = vectors.into();
+        std::fs::write(&path, manifest.to_string()).unwrap();
+        refused(dir.path(), "manifest.json");
+    }
+}
+
+#[test]
+fn a_short_vector_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let _docs = built(dir.path());
+    let path = dir.path().join("vectors.0.bin");
+    let length = std::fs::metadata(&path).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(length - 3)
+        .unwrap();
+    refused(dir.path(), "vectors.0.bin");
+}
+
+/// Flips the bits of the byte in the middle of `path`.
+fn flip_middle(path: &Path) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xFF;
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn damaged_graph_and_text_files_are_refused_before_they_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = tempfile::tempdir().unwrap();
+    small_corpus(docs.path(), 3, 1200);
+    let options = IndexOptions {
+        hnsw: scar_index::HnswSetting::Build(scar_index::HnswParams::default()),
+        ..IndexOptions::default()
+    };
+    index(
+        dir.path(),
+        &[docs.path().to_path_buf()],
+        &tiny_bert(),
+        &options,
+    );
+    let pristine = tempfile::tempdir().unwrap();
+    copy(dir.path(), pristine.path());
+
+    flip_middle(&dir.path().join("hnsw.usearch"));
+    refused(dir.path(), "hnsw.usearch");
+
+    copy(pristine.path(), dir.path());
+    let term = std::fs::read_dir(dir.path().join("text"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "term"))
+        .unwrap();
+    flip_middle(&term);
+    refused(dir.path(), term.file_name().unwrap().to_str().unwrap());
+}
+
+/// Copies the files of the index folder `from` over those in `to`.
+fn copy(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
