@@ -40,7 +40,7 @@ pub struct EvalArgs {
     #[arg(long, default_value = "index")]
     scope: Scope,
     /// Seeds per question [env: SCAR_K] [default: 5]
-    #[arg(long, short)]
+    #[arg(long, short, allow_negative_numbers = true)]
     k: Option<usize>,
     /// Also write neighbours.jsonl: every neighbour of every seed (±2) with its signals and
     /// whether it held evidence

@@ -6,6 +6,7 @@ mod common;
 mod errors;
 mod eval;
 mod hnsw;
+mod numbers;
 mod rfc;
 mod settings;
 mod terminal;
