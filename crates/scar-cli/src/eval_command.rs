@@ -187,7 +187,7 @@ fn retriever(settings: &Settings, resolved: &Resolved, quiet: bool) -> Result<Re
                 embedder.device_name()
             );
         }
-        let cancel = crate::index_command::cancel_on_ctrl_c()?;
+        let cancel = crate::index_command::cancel_on_interrupt()?;
         let bar =
             crate::index_command::progress_bar(quiet, "{bar:30} {percent:>3}% indexing: {msg}");
         let report = index_paths(

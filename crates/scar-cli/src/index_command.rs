@@ -265,7 +265,7 @@ fn index_into(
     options: &IndexOptions,
     json: bool,
 ) -> Result<IndexReport> {
-    let cancel = cancel_on_ctrl_c()?;
+    let cancel = cancel_on_interrupt()?;
 
     if !json {
         eprintln!(
@@ -337,9 +337,9 @@ fn index_into(
     Ok(report)
 }
 
-/// A flag that the first Ctrl-C sets (indexing stops after the current batch, keeping what was
-/// committed); a second Ctrl-C quits at once.
-pub(crate) fn cancel_on_ctrl_c() -> Result<Arc<AtomicBool>> {
+/// A flag that the first Ctrl-C, SIGTERM or SIGHUP sets (indexing stops after the current batch,
+/// keeping what was committed); a second one quits at once.
+pub(crate) fn cancel_on_interrupt() -> Result<Arc<AtomicBool>> {
     let cancel = Arc::new(AtomicBool::new(false));
     let handler_flag = Arc::clone(&cancel);
     ctrlc::set_handler(move || {
@@ -348,7 +348,7 @@ pub(crate) fn cancel_on_ctrl_c() -> Result<Arc<AtomicBool>> {
         }
         eprintln!("\nstopping after the current batch (Ctrl-C again to quit now)");
     })
-    .context("installing the Ctrl-C handler")?;
+    .context("installing the Ctrl-C and SIGTERM handler")?;
     Ok(cancel)
 }
 

@@ -9,4 +9,5 @@ mod hnsw;
 mod numbers;
 mod rfc;
 mod settings;
+mod signals;
 mod terminal;
