@@ -191,9 +191,6 @@ pub fn load_document(path: &Path, options: &LoadOptions) -> Result<LoadedDocumen
         Format::Html => html::to_text(&decode_utf8(&bytes, &mut warnings)?),
         Format::Pdf => {
             let text = pdf::text(&bytes)?;
-            if text.trim().is_empty() {
-                return Err(LoadError::PdfNoText);
-            }
             let headings = text::headings(&text);
             (text, headings)
         }
