@@ -103,14 +103,24 @@ fn main() -> ExitCode {
         // The reader went away (`scar search … | head`): what it wanted, it has.
         Err(error) if closed_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            // Messages may quote a document or a server's reply.
-            eprintln!("error: {}", terminal::inert(&error.to_string()));
-            for cause in error.chain().skip(1) {
-                eprintln!("  caused by: {}", terminal::inert(&cause.to_string()));
-            }
+            eprint!("{}", error_report(&error));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The `error:` line and its `caused by:` chain, as printed. A cause whose words the message
+/// above it already holds (`{path}: {source}`) is not printed again.
+fn error_report(error: &anyhow::Error) -> String {
+    let messages: Vec<String> = error.chain().map(ToString::to_string).collect();
+    // Messages may quote a document or a server's reply.
+    let mut report = format!("error: {}\n", terminal::inert(&messages[0]));
+    for pair in messages.windows(2) {
+        if !pair[0].contains(&pair[1]) {
+            report.push_str(&format!("  caused by: {}\n", terminal::inert(&pair[1])));
+        }
+    }
+    report
 }
 
 fn closed_pipe(error: &anyhow::Error) -> bool {
@@ -196,4 +206,29 @@ fn display_path(path: &std::path::Path) -> String {
         .ok()
         .and_then(|cwd| path.strip_prefix(cwd).ok().map(|p| p.display().to_string()))
         .unwrap_or_else(|| path.display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_already_in_the_message_is_printed_once() {
+        // ENOSPC, as a full disk reports it.
+        let full = std::io::Error::from_raw_os_error(28);
+        let error = anyhow::Error::new(scar_index::IndexError::Io {
+            path: PathBuf::from("index/vectors.0.bin"),
+            source: full,
+        })
+        .context("indexing into index");
+        let report = error_report(&error);
+        assert_eq!(
+            report.matches("No space left on device").count(),
+            1,
+            "{report}"
+        );
+        assert!(
+            report.starts_with("error: indexing into index\n  caused by: index/vectors.0.bin: ")
+        );
+    }
 }
