@@ -206,7 +206,7 @@ impl Generator for LocalModel {
     ) -> Result<Generation> {
         let started = Instant::now();
         let prompt_ids = self.encode(prompt)?;
-        if prompt_ids.len() + params.max_tokens > self.context_length {
+        if prompt_ids.len().saturating_add(params.max_tokens) > self.context_length {
             return Err(AnswerError::PromptTooLong {
                 prompt_tokens: prompt_ids.len(),
                 max_tokens: params.max_tokens,

@@ -40,7 +40,7 @@ pub struct EvalArgs {
     #[arg(long, default_value = "index")]
     scope: Scope,
     /// Seeds per question [env: SCAR_K] [default: 5]
-    #[arg(long, short)]
+    #[arg(long, short, allow_negative_numbers = true)]
     k: Option<usize>,
     /// Also write neighbours.jsonl: every neighbour of every seed (±2) with its signals and
     /// whether it held evidence
@@ -187,7 +187,7 @@ fn retriever(settings: &Settings, resolved: &Resolved, quiet: bool) -> Result<Re
                 embedder.device_name()
             );
         }
-        let cancel = crate::index_command::cancel_on_ctrl_c()?;
+        let cancel = crate::index_command::cancel_on_interrupt()?;
         let bar =
             crate::index_command::progress_bar(quiet, "{bar:30} {percent:>3}% indexing: {msg}");
         let report = index_paths(

@@ -31,13 +31,13 @@ pub struct IndexArgs {
     #[arg(long)]
     rebuild: bool,
     /// Chunk capacity in model tokens (new indexes) [default: 160]
-    #[arg(long, conflicts_with = "chunk_chars")]
+    #[arg(long, conflicts_with = "chunk_chars", allow_negative_numbers = true)]
     chunk_tokens: Option<usize>,
     /// Chunk capacity in characters instead of tokens (new indexes)
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     chunk_chars: Option<usize>,
     /// Overlap between consecutive chunks, in the same unit (new indexes) [default: 0]
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     overlap: usize,
     /// Embed each chunk with its heading path in front (new indexes)
     #[arg(long)]
@@ -48,7 +48,7 @@ pub struct IndexArgs {
     #[command(flatten)]
     hnsw: HnswFlags,
     /// Skip files larger than this many MiB
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = 50, allow_negative_numbers = true)]
     max_file_mib: u64,
     /// Print the report as JSON instead of text
     #[arg(long)]
@@ -64,7 +64,7 @@ struct HnswFlags {
     hnsw: bool,
     /// Candidates the HNSW search keeps [default: 256]: more finds more of exact search's hits,
     /// and takes longer. Builds the graph if there is none; an existing one is not relinked
-    #[arg(long, value_name = "N", conflicts_with = "no_hnsw",
+    #[arg(long, value_name = "N", conflicts_with = "no_hnsw", allow_negative_numbers = true,
           value_parser = clap::value_parser!(u32).range(1..=65_536))]
     hnsw_expansion: Option<u32>,
     /// Delete the HNSW graph: dense search is exact again
@@ -140,7 +140,7 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
             VectorEncoding::F32
         },
         load: LoadOptions {
-            max_file_bytes: args.max_file_mib * 1024 * 1024,
+            max_file_bytes: args.max_file_bytes(),
         },
         hnsw: args.hnsw.setting(current_graph),
         ..IndexOptions::default()
@@ -150,6 +150,11 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
 }
 
 impl IndexArgs {
+    /// The size limit in bytes; a limit past what 64 bits can count is no limit.
+    fn max_file_bytes(&self) -> u64 {
+        self.max_file_mib.saturating_mul(1024 * 1024)
+    }
+
     /// The chunker the flags ask for, `base` where they say nothing.
     fn chunker(&self, base: ChunkerConfig) -> ChunkerConfig {
         let unit = if self.chunk_chars.is_some() {
@@ -211,7 +216,7 @@ fn rebuild(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
             built.manifest.vectors
         },
         load: LoadOptions {
-            max_file_bytes: args.max_file_mib * 1024 * 1024,
+            max_file_bytes: args.max_file_bytes(),
         },
         hnsw: args.hnsw.setting(None),
         ..IndexOptions::default()
@@ -260,7 +265,7 @@ fn index_into(
     options: &IndexOptions,
     json: bool,
 ) -> Result<IndexReport> {
-    let cancel = cancel_on_ctrl_c()?;
+    let cancel = cancel_on_interrupt()?;
 
     if !json {
         eprintln!(
@@ -332,9 +337,9 @@ fn index_into(
     Ok(report)
 }
 
-/// A flag that the first Ctrl-C sets (indexing stops after the current batch, keeping what was
-/// committed); a second Ctrl-C quits at once.
-pub(crate) fn cancel_on_ctrl_c() -> Result<Arc<AtomicBool>> {
+/// A flag that the first Ctrl-C, SIGTERM or SIGHUP sets (indexing stops after the current batch,
+/// keeping what was committed); a second one quits at once.
+pub(crate) fn cancel_on_interrupt() -> Result<Arc<AtomicBool>> {
     let cancel = Arc::new(AtomicBool::new(false));
     let handler_flag = Arc::clone(&cancel);
     ctrlc::set_handler(move || {
@@ -343,7 +348,7 @@ pub(crate) fn cancel_on_ctrl_c() -> Result<Arc<AtomicBool>> {
         }
         eprintln!("\nstopping after the current batch (Ctrl-C again to quit now)");
     })
-    .context("installing the Ctrl-C handler")?;
+    .context("installing the Ctrl-C and SIGTERM handler")?;
     Ok(cancel)
 }
 

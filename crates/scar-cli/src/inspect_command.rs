@@ -13,7 +13,7 @@ use crate::terminal::inert;
 #[derive(Debug, clap::Args)]
 pub struct InspectArgs {
     /// Show this chunk, with its neighbours' continuity
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     chunk: Option<u32>,
     /// Check that every chunk has its vector, text and continuity (exit 1 if not)
     #[arg(long)]

@@ -104,18 +104,24 @@ fn main() -> ExitCode {
         // The reader went away (`scar search … | head`): what it wanted, it has.
         Err(error) if closed_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            // Messages may quote a document or a server's reply.
-            let mut messages = ErrorChain(error.as_ref()).messages().into_iter();
-            eprintln!(
-                "error: {}",
-                terminal::inert(&messages.next().unwrap_or_default())
-            );
-            for cause in messages {
-                eprintln!("  caused by: {}", terminal::inert(&cause));
-            }
+            eprint!("{}", error_report(&error));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The `error:` line and its `caused by:` chain, as printed: each cause once (`ErrorChain`),
+/// with control characters made inert, since messages may quote a document or a server's reply.
+fn error_report(error: &anyhow::Error) -> String {
+    let mut messages = ErrorChain(error.as_ref()).messages().into_iter();
+    let mut report = format!(
+        "error: {}\n",
+        terminal::inert(&messages.next().unwrap_or_default())
+    );
+    for cause in messages {
+        report.push_str(&format!("  caused by: {}\n", terminal::inert(&cause)));
+    }
+    report
 }
 
 fn closed_pipe(error: &anyhow::Error) -> bool {
@@ -201,4 +207,32 @@ fn display_path(path: &std::path::Path) -> String {
         .ok()
         .and_then(|cwd| path.strip_prefix(cwd).ok().map(|p| p.display().to_string()))
         .unwrap_or_else(|| path.display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_already_in_the_message_is_printed_once() {
+        // ENOSPC, as a full disk reports it.
+        let full = std::io::Error::from_raw_os_error(28);
+        let error = anyhow::Error::new(scar_index::IndexError::Io {
+            path: PathBuf::from("index/vectors.0.bin"),
+            source: full,
+        })
+        .context("indexing into index");
+        let report = error_report(&error);
+        assert_eq!(
+            report.matches("No space left on device").count(),
+            1,
+            "{report}"
+        );
+        assert!(
+            report.starts_with(
+                "error: indexing into index\n  caused by: cannot access index/vectors.0.bin\n"
+            ),
+            "{report}"
+        );
+    }
 }

@@ -64,31 +64,31 @@ pub struct SettingFlags {
 #[derive(Debug, Default, Clone, clap::Args)]
 pub struct SearchFlags {
     /// Seeds taken from the first stage [env: SCAR_K] [default: 5]
-    #[arg(long, short)]
+    #[arg(long, short, allow_negative_numbers = true)]
     pub k: Option<usize>,
     /// Expansion policy: evidence, scar, static_window, top_k, parent or section [env: SCAR_POLICY] [default: evidence]
     #[arg(long)]
     pub policy: Option<PolicyKind>,
     /// Neighbours considered on each side [env: SCAR_WINDOW] [default: 2 for evidence, 1 for scar and static_window]
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub window: Option<u32>,
     /// Evidence walk: a neighbour must rank among the top depth × k chunks [env: SCAR_DEPTH] [default: 10]
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub depth: Option<u32>,
     /// λ, weight of the continuity penalty [env: SCAR_LAMBDA] [default: 0.1]
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub lambda: Option<f32>,
     /// γ, the bar as a share of the seed's relevance [env: SCAR_GAMMA] [default: 0.8]
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub gamma: Option<f32>,
     /// Chunks per parent block (`parent`, and `section` in documents without headings) [env: SCAR_PARENT_BLOCK] [default: 4]
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub parent_block: Option<u32>,
     /// dense, bm25 or hybrid [env: SCAR_FIRST_STAGE] [default: hybrid]
     #[arg(long)]
     pub first_stage: Option<FirstStage>,
     /// Stop expanding when the context would pass this many tokens [env: SCAR_BUDGET_TOKENS]
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub budget_tokens: Option<usize>,
 }
 
@@ -109,15 +109,19 @@ pub struct AnswerFlags {
     #[arg(long)]
     pub allow_remote_host: bool,
     /// Most tokens in the answer [env: SCAR_MAX_TOKENS] [default: 256]
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub max_tokens: Option<usize>,
-    /// 0 answers deterministically; higher samples [env: SCAR_TEMPERATURE] [default: 0]
-    #[arg(long)]
+    /// 0 answers deterministically; higher samples, up to 2 [env: SCAR_TEMPERATURE] [default: 0]
+    #[arg(long, allow_negative_numbers = true)]
     pub temperature: Option<f64>,
     /// Sampling seed [env: SCAR_SEED] [default: 42]
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub seed: Option<u64>,
 }
+
+/// The highest temperature accepted: OpenAI-compatible servers refuse more, and a local model
+/// samples noise long before it.
+pub const MAX_TEMPERATURE: f64 = 2.0;
 
 /// Every setting, resolved.
 #[derive(Debug, Clone)]
@@ -286,7 +290,7 @@ impl Settings {
             answer.llm_url.clone().map(|u| OptionalText(Some(u))),
             OptionalText(None),
         )?;
-        Ok(Self {
+        Self {
             index: layers.resolve("index", flags.index.clone(), default_index)?,
             model: layers.resolve(
                 "model",
@@ -345,7 +349,44 @@ impl Settings {
             temperature: layers.resolve("temperature", answer.temperature, 0.0)?,
             seed: layers.resolve("seed", answer.seed, 42)?,
             config_file: layers.file_path,
-        })
+        }
+        .validated()
+    }
+
+    /// The settings, if every value is in range, whatever the command: a bad value in the config
+    /// file should not wait for the day a command reads it to surface.
+    fn validated(self) -> Result<Self> {
+        self.policy()?;
+        if self.max_tokens.value == 0 {
+            bail!(
+                "{} = 0: max_tokens must be at least 1",
+                self.origin("max_tokens", self.max_tokens.source)
+            );
+        }
+        let temperature = self.temperature.value;
+        if !(0.0..=MAX_TEMPERATURE).contains(&temperature) {
+            bail!(
+                "{} = {temperature}: temperature must be between 0 and {MAX_TEMPERATURE} \
+                 (0 answers deterministically)",
+                self.origin("temperature", self.temperature.source)
+            );
+        }
+        Ok(self)
+    }
+
+    /// Where the value of setting `key` was given, in the words the user gave it.
+    fn origin(&self, key: &str, source: Source) -> String {
+        match source {
+            Source::Flag => format!("--{}", key.replace('_', "-")),
+            Source::Environment => format!("SCAR_{}", key.to_ascii_uppercase()),
+            Source::ConfigFile => format!(
+                "`{key}` in {}",
+                self.config_file
+                    .as_ref()
+                    .map_or_else(|| "the config file".to_owned(), |p| p.display().to_string())
+            ),
+            Source::Default => format!("the default {key}"),
+        }
     }
 
     /// The policy these settings describe, validated.

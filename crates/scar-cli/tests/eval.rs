@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::common::{rfc_index, run, scar, workspace};
+use crate::common::{fails_with, rfc_index, run, scar, workspace};
 
 fn number(value: &Value) -> f64 {
     value
@@ -266,4 +266,31 @@ fn document_scope_matches_the_retriever_on_a_one_document_index() {
         }
         assert_eq!(a["policies"], b["policies"]);
     }
+}
+
+#[test]
+fn a_benchmark_path_outside_the_corpus_is_refused_before_anything_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    std::fs::create_dir_all(&corpus).unwrap();
+    std::fs::write(dir.path().join("private.txt"), "not part of the corpus").unwrap();
+    let benchmark = dir.path().join("benchmark.json");
+    std::fs::write(
+        &benchmark,
+        r#"{"tests": [{"id": "leak", "query": "q",
+            "snippets": [{"file_path": "../private.txt", "span": [0, 7]}]}]}"#,
+    )
+    .unwrap();
+    let index = dir.path().join("index");
+    fails_with(
+        scar(&index)
+            .args(["eval", "--corpus"])
+            .arg(&corpus)
+            .arg("--benchmark")
+            .arg(&benchmark)
+            .arg("--out")
+            .arg(dir.path().join("out")),
+        "test leak: file_path `../private.txt` is outside the corpus folder",
+    );
+    assert!(!index.exists(), "nothing was indexed");
 }

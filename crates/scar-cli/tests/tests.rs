@@ -8,6 +8,8 @@ mod errors;
 mod eval;
 mod hnsw;
 mod index;
+mod numbers;
 mod rfc;
 mod settings;
+mod signals;
 mod terminal;

@@ -135,7 +135,8 @@ pub struct Resolved {
 /// a split folder in the path. A snippet whose file is still missing, or whose span is empty
 /// or runs past the end of the text, is left out with a line in [`Resolved::problems`]; a test
 /// left with no snippet is left out too. Nothing here stops the run, except a corpus folder
-/// that does not exist or no usable test at all.
+/// that does not exist, no usable test at all, or a `file_path` outside the corpus folder
+/// (absolute, climbing out with `..`, or a symbolic link leading out), which is never read.
 pub fn resolve(
     benchmark: &Benchmark,
     path: &Path,
@@ -146,6 +147,7 @@ pub fn resolve(
         let message = format!("corpus folder {} is not a folder", corpus.display());
         return Err(std::io::Error::new(std::io::ErrorKind::NotFound, message).into());
     }
+    let canonical_corpus = fs_err::canonicalize(corpus)?;
     let all: Vec<usize> = (0..benchmark.tests.len()).collect();
     let indices = indices.unwrap_or(&all);
     let mut resolved = Resolved {
@@ -165,9 +167,23 @@ pub fn resolve(
         let id = benchmark.test_id(i);
         let mut spans = Vec::new();
         for snippet in &test.snippets {
-            let file = files
-                .entry(snippet.file_path.clone())
-                .or_insert_with(|| FoundFile::look_up(corpus, &snippet.file_path));
+            let outside = |target: PathBuf| EvalError::OutsideCorpus {
+                test: id.clone(),
+                path: snippet.file_path.clone(),
+                corpus: corpus.to_owned(),
+                target,
+            };
+            if !stays_inside(&snippet.file_path) {
+                return Err(outside(corpus.join(&snippet.file_path)));
+            }
+            let file = files.entry(snippet.file_path.clone()).or_insert_with(|| {
+                FoundFile::look_up(corpus, &canonical_corpus, &snippet.file_path)
+            });
+            if let Ok(found) = file
+                && !found.canonical.starts_with(&canonical_corpus)
+            {
+                return Err(outside(found.canonical.clone()));
+            }
             if let Ok(found) = file
                 && found.fell_back
             {
@@ -266,12 +282,22 @@ struct FoundFile {
 }
 
 impl FoundFile {
-    /// Finds and reads the file `written` names under `corpus`, or says why it cannot.
-    fn look_up(corpus: &Path, written: &str) -> std::result::Result<Self, String> {
+    /// Finds and reads the file `written` names under `corpus` (`root` when canonical), or says
+    /// why it cannot. A file that a link leads out of `root` is not read: [`resolve`] refuses it.
+    fn look_up(corpus: &Path, root: &Path, written: &str) -> std::result::Result<Self, String> {
         let (path, fell_back) = find(corpus, written)
             .ok_or_else(|| format!("{written} not found under {}", corpus.display()))?;
-        let contents = fs_err::read_to_string(&path).map_err(|e| e.to_string())?;
         let canonical = fs_err::canonicalize(&path).map_err(|e| e.to_string())?;
+        if !canonical.starts_with(root) {
+            return Ok(Self {
+                path,
+                canonical,
+                length: 0,
+                bom: false,
+                fell_back,
+            });
+        }
+        let contents = fs_err::read_to_string(&path).map_err(|e| e.to_string())?;
         Ok(Self {
             path,
             canonical,
@@ -280,6 +306,23 @@ impl FoundFile {
             fell_back,
         })
     }
+}
+
+/// Whether `written`, joined to a folder, stays inside it: relative, and no `..` climbs above
+/// where it starts.
+fn stays_inside(written: &str) -> bool {
+    let mut depth = 0_usize;
+    Path::new(written)
+        .components()
+        .all(|component| match component {
+            Component::Normal(_) => {
+                depth += 1;
+                true
+            }
+            Component::CurDir => true,
+            Component::ParentDir => depth.checked_sub(1).map(|d| depth = d).is_some(),
+            Component::RootDir | Component::Prefix(_) => false,
+        })
 }
 
 /// The file `written` names under `corpus`, and whether it was found only by a fallback.
@@ -375,6 +418,61 @@ mod tests {
         assert_eq!(resolved.documents.len(), 2);
         assert_eq!(resolved.problems.len(), 4, "{:?}", resolved.problems);
         assert!(resolved.problems[1].contains("[5, 99)"));
+    }
+
+    #[test]
+    fn paths_outside_the_corpus_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let corpus = dir.path().join("corpus");
+        fs_err::create_dir_all(corpus.join("sub")).unwrap();
+        fs_err::write(corpus.join("inside.txt"), "inside text").unwrap();
+        let secret = dir.path().join("secret.txt");
+        fs_err::write(&secret, "secret text").unwrap();
+        std::os::unix::fs::symlink(&secret, corpus.join("link.txt")).unwrap();
+        let benchmark = |file_path: &str| -> Benchmark {
+            let snippet = Snippet {
+                file_path: file_path.to_owned(),
+                span: [0, 6],
+                answer: None,
+            };
+            let inside = Snippet {
+                file_path: "inside.txt".to_owned(),
+                ..snippet.clone()
+            };
+            Benchmark {
+                tests: vec![Test {
+                    id: Some("t7".to_owned()),
+                    kind: None,
+                    query: "q".to_owned(),
+                    snippets: vec![inside, snippet],
+                }],
+            }
+        };
+        let absolute = secret.display().to_string();
+        for written in [
+            "../secret.txt",
+            "sub/../../secret.txt",
+            &absolute,
+            "link.txt",
+        ] {
+            let error = resolve(&benchmark(written), Path::new("b.json"), &corpus, None)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                error.contains("test t7") && error.contains(&format!("`{written}`")),
+                "{written}: {error}"
+            );
+            assert!(error.contains("outside the corpus folder"), "{error}");
+        }
+        // A `..` that stays inside is only a detour.
+        let resolved = resolve(
+            &benchmark("sub/../inside.txt"),
+            Path::new("b.json"),
+            &corpus,
+            None,
+        )
+        .unwrap();
+        assert_eq!(resolved.documents.len(), 1);
     }
 
     #[test]

@@ -28,6 +28,22 @@ pub enum EvalError {
         /// Why, with the first problems found.
         reason: String,
     },
+    /// A snippet's `file_path` names a file outside the corpus folder: absolute, climbing out
+    /// with `..`, or a symbolic link that leads out. Refused, since it would be read and indexed.
+    #[error(
+        "test {test}: file_path `{path}` is outside the corpus folder {corpus} (it leads to \
+         {target}); a benchmark may only name files inside its corpus"
+    )]
+    OutsideCorpus {
+        /// The test's id.
+        test: String,
+        /// The path as the benchmark writes it.
+        path: String,
+        /// The corpus folder.
+        corpus: PathBuf,
+        /// Where the path leads.
+        target: PathBuf,
+    },
     /// An option is out of range (k = 0, no first stage, an unknown policy key, ...).
     #[error("invalid evaluation option: {0}")]
     Options(String),

@@ -195,28 +195,27 @@ impl Retriever {
         let query_tokens = self.embedder.count_tokens(query)?;
         let embed_time = started.elapsed();
         let started = Instant::now();
-        let depth = k.saturating_mul(RANKING_DEPTH_PER_SEED);
-        let (dense, lexical, scope) = match documents {
+        let rows = documents.map(|slots| self.index.rows_of(slots));
+        let scope = rows.as_ref().map_or_else(|| self.index.len(), Vec::len);
+        // No list can be longer than the chunks searched: a k of billions asks for all of them,
+        // not for room for billions.
+        let depth = k.saturating_mul(RANKING_DEPTH_PER_SEED).min(scope);
+        let (dense, lexical) = match &rows {
             None => (
                 self.index.dense_search(&embedding, depth)?,
                 self.index.bm25_search(query, depth)?,
-                self.index.len(),
             ),
-            Some(slots) => {
-                let rows = self.index.rows_of(slots);
-                (
-                    self.index.dense_search_among(&embedding, &rows, depth)?,
-                    self.index.bm25_search_among(query, &rows, depth)?,
-                    rows.len(),
-                )
-            }
+            Some(rows) => (
+                self.index.dense_search_among(&embedding, rows, depth)?,
+                self.index.bm25_search_among(query, rows, depth)?,
+            ),
         };
         let hits = match first_stage {
             FirstStage::Dense => dense.iter().take(k).copied().collect(),
             FirstStage::Bm25 => lexical.iter().take(k).copied().collect(),
             FirstStage::Hybrid => {
                 // Seeds fuse the lists to the first stage's own depth, as they always have.
-                let fusion = (4 * k).max(50);
+                let fusion = k.saturating_mul(4).max(50);
                 let cut = |list: &[(ChunkId, f32)]| list[..list.len().min(fusion)].to_vec();
                 let mut fused = reciprocal_rank_fusion(&[cut(&dense), cut(&lexical)]);
                 fused.truncate(k);

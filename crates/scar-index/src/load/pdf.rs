@@ -10,12 +10,14 @@ use flate2::read::ZlibDecoder;
 
 use super::LoadError;
 
-/// The text of the PDF's text layer; a reader that fails or panics makes a corrupt PDF.
+/// The text of the PDF's text layer; a reader that fails or panics makes a corrupt PDF, and so
+/// does an empty text layer when the pages cannot be read.
 pub(super) fn text(bytes: &[u8], limit: u64) -> Result<String, LoadError> {
     if inflated_size(bytes, limit) > limit {
         return Err(LoadError::PdfInflatesTooLarge { limit });
     }
     match catch_panic_quietly(|| pdf_extract::extract_text_from_mem(bytes)) {
+        Ok(Ok(text)) if text.trim().is_empty() => Err(why_no_text(bytes)),
         Ok(Ok(text)) => Ok(text),
         Ok(Err(error)) => Err(LoadError::CorruptPdf(Box::new(error))),
         // The panic's message is the reader's only word on the file.
@@ -74,6 +76,31 @@ fn next_stream<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Why a PDF gave no text: its pages draw none (scanned images), or they could not be read at
+/// all (the text extractor reads a damaged file as one without text).
+fn why_no_text(bytes: &[u8]) -> LoadError {
+    let pages_readable = catch_panic_quietly(|| -> Result<(), String> {
+        let document = pdf_extract::Document::load_mem(bytes).map_err(|e| e.to_string())?;
+        let pages = document.get_pages();
+        if pages.is_empty() {
+            return Err("no page could be read".to_owned());
+        }
+        for (number, &page) in &pages {
+            for content in document.get_page_contents(page) {
+                document
+                    .get_object(content)
+                    .map_err(|e| format!("page {number}'s content: {e}"))?;
+            }
+        }
+        Ok(())
+    });
+    match pages_readable {
+        Ok(Ok(())) => LoadError::PdfNoText,
+        Ok(Err(reason)) => LoadError::CorruptPdf(reason.into()),
+        Err(panic) => LoadError::CorruptPdf(format!("the PDF reader failed ({panic})").into()),
+    }
 }
 
 thread_local! {
@@ -222,6 +249,38 @@ mod tests {
         let mut rest: &[u8] = b"(mainstream\n) endstream\n<< /L 3 >>\r\nstream\r\nabc\nendstream";
         assert_eq!(next_stream(&mut rest), Some(&b"abc\n"[..]));
         assert_eq!(next_stream(&mut rest), None);
+    }
+
+    #[test]
+    fn a_pdf_whose_pages_cannot_be_read_is_corrupt_not_without_text() {
+        let good = String::from_utf8(pdf_with_page_content(
+            "BT /F1 12 Tf 72 720 Td (Hello PDF) Tj ET",
+        ))
+        .unwrap();
+        // Every object's offset in the cross-reference table points into the header.
+        let lost_objects = good
+            .lines()
+            .map(|line| {
+                if line.ends_with(" 00000 n ") {
+                    "0000000003 00000 n "
+                } else {
+                    line
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        // The page's content stream names an object the file does not hold.
+        let lost_content = good.replace("/Contents 4 0 R", "/Contents 9 0 R");
+        for (what, pdf) in [
+            ("lost objects", lost_objects),
+            ("lost content", lost_content),
+        ] {
+            let error = load("broken.pdf", pdf.as_bytes()).unwrap_err();
+            assert!(
+                matches!(error, LoadError::CorruptPdf(_)),
+                "{what}: {error:?}"
+            );
+        }
     }
 
     #[test]
