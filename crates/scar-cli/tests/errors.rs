@@ -40,8 +40,10 @@ fn a_cause_is_printed_once_under_its_error() {
     assert_eq!(
         stderr,
         format!(
-            "error: {} is damaged: unreadable JSON\n  caused by: {cause}\n",
-            manifest.display()
+            "error: {} is damaged: unreadable JSON; repair the index with `scar --index {} \
+             index --repair`\n  caused by: {cause}\n",
+            manifest.display(),
+            dir.path().display()
         )
     );
 }
