@@ -87,10 +87,10 @@ pub fn run(settings: &Settings, args: &InspectArgs) -> Result<ExitCode> {
                 chunk.chars.start,
                 chunk.chars.end,
                 chunk.token_count,
-                inert(&chunk.heading_path),
+                inert(chunk.heading_path),
                 fmt(continuity_prev),
                 fmt(continuity_next),
-                inert(&chunk.text)
+                inert(chunk.text)
             );
         }
         return Ok(ExitCode::SUCCESS);

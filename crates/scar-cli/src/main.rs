@@ -18,6 +18,7 @@ mod search_command;
 mod settings;
 mod terminal;
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -119,7 +120,7 @@ fn error_report(error: &anyhow::Error) -> String {
         terminal::inert(&messages.next().unwrap_or_default())
     );
     for cause in messages {
-        report.push_str(&format!("  caused by: {}\n", terminal::inert(&cause)));
+        let _ = writeln!(report, "  caused by: {}", terminal::inert(&cause));
     }
     report
 }

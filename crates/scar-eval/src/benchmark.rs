@@ -127,6 +127,22 @@ pub struct Resolved {
     pub problems: Vec<String>,
 }
 
+impl Resolved {
+    /// No test resolved yet, of the `tests_in_file` in the benchmark at `path`.
+    fn nothing_yet(path: &Path, corpus: &Path, tests_in_file: usize) -> Self {
+        Self {
+            benchmark: path.to_owned(),
+            corpus: corpus.to_owned(),
+            tests_in_file,
+            tests: Vec::new(),
+            documents: Vec::new(),
+            fallbacks: 0,
+            fallback_example: None,
+            problems: Vec::new(),
+        }
+    }
+}
+
 /// Finds the files and checks the spans of the tests at `indices` (all tests: `None`).
 ///
 /// A snippet's `file_path` is looked up under `corpus` as written; if there is no such file,
@@ -150,16 +166,7 @@ pub fn resolve(
     let canonical_corpus = fs_err::canonicalize(corpus)?;
     let all: Vec<usize> = (0..benchmark.tests.len()).collect();
     let indices = indices.unwrap_or(&all);
-    let mut resolved = Resolved {
-        benchmark: path.to_owned(),
-        corpus: corpus.to_owned(),
-        tests_in_file: benchmark.tests.len(),
-        tests: Vec::new(),
-        documents: Vec::new(),
-        fallbacks: 0,
-        fallback_example: None,
-        problems: Vec::new(),
-    };
+    let mut resolved = Resolved::nothing_yet(path, corpus, benchmark.tests.len());
     // Written path → what was found there, or why nothing was.
     let mut files: BTreeMap<String, std::result::Result<FoundFile, String>> = BTreeMap::new();
     for &i in indices {
@@ -235,14 +242,13 @@ pub fn resolve(
             spans,
         });
     }
-    let mut documents: Vec<PathBuf> = resolved
+    // Sorted, each once.
+    let documents: std::collections::BTreeSet<&PathBuf> = resolved
         .tests
         .iter()
-        .flat_map(|t| t.spans.iter().map(|s| s.path.clone()))
+        .flat_map(|t| t.spans.iter().map(|s| &s.path))
         .collect();
-    documents.sort();
-    documents.dedup();
-    resolved.documents = documents;
+    resolved.documents = documents.into_iter().cloned().collect();
     if resolved.tests.is_empty() {
         return Err(nothing_to_evaluate(path, &resolved.problems));
     }

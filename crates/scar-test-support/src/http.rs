@@ -1,6 +1,7 @@
 //! A tiny HTTP server on loopback that answers with canned responses and records what it was
 //! asked: enough to test a client against a misbehaving chat server without one installed.
 
+use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
@@ -108,12 +109,13 @@ fn read_request(stream: &mut TcpStream) -> String {
 pub fn response(status: &str, headers: &[(&str, &str)], body: &str) -> String {
     let mut text = format!("HTTP/1.1 {status}\r\n");
     for (name, value) in headers {
-        text.push_str(&format!("{name}: {value}\r\n"));
+        let _ = write!(text, "{name}: {value}\r\n");
     }
-    text.push_str(&format!(
+    let _ = write!(
+        text,
         "Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
-    ));
+    );
     text
 }
 
@@ -149,7 +151,9 @@ fn escape_json(text: &str) -> String {
         match c {
             '"' => escaped.push_str("\\\""),
             '\\' => escaped.push_str("\\\\"),
-            c if u32::from(c) < 0x20 => escaped.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c if u32::from(c) < 0x20 => {
+                let _ = write!(escaped, "\\u{:04x}", u32::from(c));
+            }
             c => escaped.push(c),
         }
     }

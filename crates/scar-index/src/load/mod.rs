@@ -204,7 +204,7 @@ pub fn load_bytes(
         }
         Format::Html => html::to_text(&decode_utf8(bytes, &mut warnings)?),
         Format::Pdf => {
-            let text = pdf::text(&bytes, limit)?;
+            let text = pdf::text(bytes, limit)?;
             let headings = text::headings(&text);
             (text, headings)
         }
