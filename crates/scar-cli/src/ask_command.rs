@@ -10,11 +10,9 @@ use scar_answer::{
     Answer, GenerationParams, Generator, LlmLocator, LoadOptions, LocalModel, Prompt, RemoteModel,
     RemoteOptions,
 };
-use scar_embed::ModelLocator;
 use scar_policy::{Options, Policy};
-use scar_retrieve::Retriever;
 
-use crate::search_command::{comparison, short};
+use crate::search_command::{comparison, open_retriever, short};
 use crate::settings::Settings;
 use crate::terminal::inert;
 
@@ -23,15 +21,15 @@ const SCHEMA_VERSION: &str = "scar.answer/2";
 
 pub fn run(settings: &Settings, query: &str, json: bool) -> Result<ExitCode> {
     let options = settings.policy()?;
-    let locator = ModelLocator::from_env(&settings.models_dir.value);
-    let retriever = Retriever::open(&settings.index.value, &locator, settings.device.value)?;
+    // The chat model first: a bad server URL or model file is reported before the search.
+    let mut generator = open_generator(settings)?;
+    let retriever = open_retriever(settings)?;
     let prepared = retriever.prepare(query, settings.first_stage.value, settings.k.value)?;
     let report = retriever.expand(&prepared, &options)?;
     let baseline = retriever.expand(
         &prepared,
         &Options::new(Policy::StaticWindow { window: 1 })?,
     )?;
-    let mut generator = open_generator(settings)?;
     // The paper's saving is in prompt tokens: what static ±1's context would have cost.
     let baseline_prompt_tokens = generator.count_prompt_tokens(&Prompt::from_report(&baseline))?;
     let params = GenerationParams {

@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use scar_embed::{EmbedOptions, Embedder, ModelLocator};
 use scar_index::{
     ChunkUnit, ChunkerConfig, HnswParams, HnswSetting, IndexOptions, IndexProgress, IndexReport,
-    LoadOptions, VectorEncoding, index_paths,
+    LoadOptions, Salvage, VectorEncoding, index_paths,
 };
 
 use crate::settings::{Settings, Source};
@@ -23,13 +23,18 @@ use crate::{display_path, index_exit};
 #[derive(Debug, clap::Args)]
 pub struct IndexArgs {
     /// Files and folders to index
-    #[arg(required_unless_present = "rebuild")]
+    #[arg(required_unless_present_any = ["rebuild", "repair"])]
     paths: Vec<PathBuf>,
     /// Build the index again from the files it holds (and any PATHS), in this version's format,
     /// with its model and chunking unless flags say otherwise; the old index stays until the new
-    /// one is complete
-    #[arg(long)]
+    /// one is complete, and every vector that needs no change is reused
+    #[arg(long, conflicts_with = "repair")]
     rebuild: bool,
+    /// Repair a damaged index: keep what is sound, re-embed only the chunks whose vectors were
+    /// lost. It is built again from the files its catalog lists (and any PATHS; name the folders
+    /// it indexed if its catalog is lost); the old index stays until the new one is complete
+    #[arg(long)]
+    repair: bool,
     /// Chunk capacity in model tokens (new indexes) [default: 160]
     #[arg(long, conflicts_with = "chunk_chars", allow_negative_numbers = true)]
     chunk_tokens: Option<usize>,
@@ -109,7 +114,7 @@ fn capacity_warning(chunker: &ChunkerConfig, embedder: &Embedder) -> Option<Stri
 
 #[allow(clippy::too_many_lines)] // set-up, run, report: one screen each
 pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
-    if args.rebuild {
+    if args.rebuild || args.repair {
         return rebuild(settings, args);
     }
     let dir = &settings.index.value;
@@ -145,7 +150,9 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
         hnsw: args.hnsw.setting(current_graph),
         ..IndexOptions::default()
     };
-    let report = index_into(dir, &args.paths, &embedder, &options, args.json)?;
+    let report = index_into(dir, &embedder, args.json, |progress, cancel| {
+        index_paths(dir, &args.paths, &embedder, &options, progress, cancel)
+    })?;
     Ok(index_exit(report.is_complete()))
 }
 
@@ -191,48 +198,85 @@ fn load_embedder(settings: &Settings, model: &str) -> Result<Embedder> {
     )?)
 }
 
-/// `scar index --rebuild`: the index's own files (and any new paths) indexed afresh into a
-/// folder beside it, which replaces it only once complete.
+/// `scar index --rebuild` and `--repair`: the index's own files (and any new paths) indexed
+/// afresh into a folder beside it, reusing what it salvages from the old one, which the new one
+/// replaces only once complete.
+#[allow(clippy::too_many_lines)] // what was salvaged, the settings it implies, the run, the swap
 fn rebuild(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
     let dir = &settings.index.value;
-    let built = scar_index::built_from(dir)?;
-    let model = if settings.model.source == Source::Flag {
-        settings.model.value.clone()
-    } else {
-        built.manifest.model.id.clone()
+    let verb = if args.repair { "repair" } else { "rebuild" };
+    let salvage = Salvage::read(dir)?;
+    if !args.json {
+        for damage in &salvage.damage {
+            eprintln!("damaged: {}", inert(damage));
+        }
+        if args.repair && salvage.damage.is_empty() {
+            eprintln!("{} has no damage; building it again anyway", dir.display());
+        }
+    }
+    let model = match &salvage.manifest {
+        _ if settings.model.source == Source::Flag => settings.model.value.clone(),
+        Some(manifest) => manifest.model.id.clone(),
+        None => {
+            eprintln!(
+                "the manifest is lost, so the model that built {} is unknown: building with {} \
+                 (--model chooses another)",
+                dir.display(),
+                settings.model.value
+            );
+            settings.model.value.clone()
+        }
     };
-    let embedder = load_embedder(settings, &model)?;
-    let mut paths = built.documents;
+    let Some(mut paths) = salvage
+        .documents
+        .clone()
+        .or_else(|| (!args.paths.is_empty()).then(Vec::new))
+    else {
+        anyhow::bail!(
+            "the catalog of {dir} is lost, so which files it held is unknown; name the files and \
+             folders it indexed: `scar --index {dir} index --{verb} PATH...`",
+            dir = dir.display()
+        );
+    };
     paths.extend(args.paths.iter().cloned());
-    let fresh = sibling(dir, "rebuilding");
+    let embedder = load_embedder(settings, &model)?;
+    let fresh = sibling(dir, &format!("{verb}ing"));
     if fresh.exists() {
         fs_err::remove_dir_all(&fresh)?;
     }
+    let base = salvage.manifest.as_ref();
     let options = IndexOptions {
-        chunker: args.chunker(built.manifest.chunker),
+        chunker: args.chunker(base.map_or_else(ChunkerConfig::default, |m| m.chunker)),
         vectors: if args.f16 {
             VectorEncoding::F16
         } else {
-            built.manifest.vectors
+            base.map_or(VectorEncoding::F32, |m| m.vectors)
         },
         load: LoadOptions {
             max_file_bytes: args.max_file_bytes(),
         },
-        hnsw: args.hnsw.setting(None),
+        hnsw: match args.hnsw.setting(salvage.hnsw) {
+            // The old index's graph is built again for the new one.
+            HnswSetting::Keep => salvage.hnsw.map_or(HnswSetting::Keep, HnswSetting::Build),
+            setting => setting,
+        },
         ..IndexOptions::default()
     };
     if !args.json {
         eprintln!(
-            "rebuilding {} from its {} files into {}",
+            "{verb}ing {} from its {} files into {} ({} sound vectors to reuse)",
             dir.display(),
             paths.len(),
-            fresh.display()
+            fresh.display(),
+            salvage.sound_vectors()
         );
     }
-    let report = index_into(&fresh, &paths, &embedder, &options, args.json)?;
+    let report = index_into(&fresh, &embedder, args.json, |progress, cancel| {
+        salvage.rebuild_into(&fresh, &paths, &embedder, &options, progress, cancel)
+    })?;
     if report.cancelled {
         anyhow::bail!(
-            "the rebuild was stopped; {} is untouched (run the same command to start it again)",
+            "the {verb} was stopped; {} is untouched (run the same command to start it again)",
             dir.display()
         );
     }
@@ -245,7 +289,11 @@ fn rebuild(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
     fs_err::rename(&fresh, dir)?;
     fs_err::remove_dir_all(&old)?;
     if !args.json {
-        eprintln!("{} rebuilt", dir.display());
+        eprintln!(
+            "{} {verb}ed; {} chunks reused",
+            dir.display(),
+            report.reused
+        );
     }
     Ok(index_exit(report.is_complete()))
 }
@@ -257,13 +305,13 @@ fn sibling(dir: &std::path::Path, suffix: &str) -> PathBuf {
     dir.with_file_name(name)
 }
 
-/// Indexes `paths` into `dir`, showing progress and then the report.
+/// Indexes `paths` into `dir` with `index` (a plain run or a rebuild), showing progress and
+/// then the report.
 fn index_into(
     dir: &std::path::Path,
-    paths: &[PathBuf],
     embedder: &Embedder,
-    options: &IndexOptions,
     json: bool,
+    index: impl FnOnce(&mut dyn FnMut(&IndexProgress), &AtomicBool) -> scar_index::Result<IndexReport>,
 ) -> Result<IndexReport> {
     let cancel = cancel_on_interrupt()?;
 
@@ -276,14 +324,7 @@ fn index_into(
         );
     }
     let bar = progress_bar(json, "{bar:30} {percent:>3}% {msg}");
-    let report = index_paths(
-        dir,
-        paths,
-        embedder,
-        options,
-        &mut |p| show_progress(&bar, p),
-        &cancel,
-    )?;
+    let report = index(&mut |p| show_progress(&bar, p), &cancel)?;
     bar.finish_and_clear();
 
     if json {

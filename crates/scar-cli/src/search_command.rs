@@ -8,13 +8,12 @@ use scar_embed::ModelLocator;
 use scar_policy::{NeighbourRecord, Options, Outcome, Policy, Side};
 use scar_retrieve::{Retriever, SearchReport};
 
-use crate::settings::Settings;
+use crate::settings::{Settings, Source};
 use crate::terminal::inert;
 
 pub fn run(settings: &Settings, query: &str, json: bool, full: bool) -> Result<ExitCode> {
     let options = settings.policy()?;
-    let locator = ModelLocator::from_env(&settings.models_dir.value);
-    let retriever = Retriever::open(&settings.index.value, &locator, settings.device.value)?;
+    let retriever = open_retriever(settings)?;
     let prepared = retriever.prepare(query, settings.first_stage.value, settings.k.value)?;
     let report = retriever.expand(&prepared, &options)?;
     if json {
@@ -28,6 +27,26 @@ pub fn run(settings: &Settings, query: &str, json: bool, full: bool) -> Result<E
     )?;
     print_report(retriever.index(), &report, &baseline, full)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The index with the model it was built with. A `--model` naming another is noted, not
+/// silently ignored: an index is searched with its own model.
+pub(crate) fn open_retriever(settings: &Settings) -> Result<Retriever> {
+    let locator = ModelLocator::from_env(&settings.models_dir.value);
+    let retriever = Retriever::open(&settings.index.value, &locator, settings.device.value)?;
+    let built = &retriever.index().manifest().model.id;
+    let asked = &settings.model.value;
+    let same = built == asked
+        || built.ends_with(&format!("/{asked}"))
+        || asked.ends_with(&format!("/{built}"));
+    if settings.model.source == Source::Flag && !same {
+        eprintln!(
+            "note: {} was built with {built}, so it is searched with it; --model {asked} applies \
+             to new indexes",
+            settings.index.value.display()
+        );
+    }
+    Ok(retriever)
 }
 
 fn print_report(

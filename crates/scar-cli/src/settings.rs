@@ -160,6 +160,8 @@ struct Layers {
     environment: BTreeMap<String, String>,
     file: BTreeMap<String, String>,
     file_path: Option<PathBuf>,
+    /// Every key resolved so far: the settings there are.
+    asked: std::cell::RefCell<Vec<&'static str>>,
 }
 
 impl Layers {
@@ -194,14 +196,38 @@ impl Layers {
             environment,
             file,
             file_path,
+            asked: std::cell::RefCell::default(),
         })
     }
 
-    fn resolve<T>(&self, key: &str, flag: Option<T>, default: T) -> Result<Setting<T>>
+    /// Refuses a config file key that no setting reads (a typo would otherwise be ignored),
+    /// suggesting the setting nearest in spelling.
+    fn refuse_unknown_keys(&self) -> Result<()> {
+        let asked = self.asked.borrow();
+        let Some(unknown) = self.file.keys().find(|key| !asked.contains(&key.as_str())) else {
+            return Ok(());
+        };
+        let nearest = asked
+            .iter()
+            .min_by_key(|known| edit_distance(unknown, known))
+            .filter(|known| edit_distance(unknown, known) <= 2)
+            .map_or_else(String::new, |known| format!("did you mean `{known}`? "));
+        let path = self
+            .file_path
+            .as_ref()
+            .map_or_else(String::new, |p| p.display().to_string());
+        bail!(
+            "`{unknown}` in {path} is not a setting; {nearest}the settings are {}",
+            asked.join(", ")
+        );
+    }
+
+    fn resolve<T>(&self, key: &'static str, flag: Option<T>, default: T) -> Result<Setting<T>>
     where
         T: FromStr,
         T::Err: fmt::Display,
     {
+        self.asked.borrow_mut().push(key);
         if let Some(value) = flag {
             return Ok(Setting {
                 value,
@@ -232,6 +258,21 @@ impl Layers {
             source: Source::Default,
         })
     }
+}
+
+/// Letters to insert, delete or replace to turn `a` into `b` (Levenshtein).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, x) in a.chars().enumerate() {
+        let mut current = vec![i + 1];
+        for (j, y) in b.iter().enumerate() {
+            let replace = previous[j] + usize::from(x != *y);
+            current.push(replace.min(previous[j + 1] + 1).min(current[j] + 1));
+        }
+        previous = current;
+    }
+    previous[b.len()]
 }
 
 /// A text that may be absent (`none` or empty clears it).
@@ -290,7 +331,8 @@ impl Settings {
             answer.llm_url.clone().map(|u| OptionalText(Some(u))),
             OptionalText(None),
         )?;
-        Self {
+        let generation = scar_answer::GenerationParams::default();
+        let settings = Self {
             index: layers.resolve("index", flags.index.clone(), default_index)?,
             model: layers.resolve(
                 "model",
@@ -345,12 +387,17 @@ impl Settings {
                 answer.allow_remote_host.then_some(true),
                 false,
             )?,
-            max_tokens: layers.resolve("max_tokens", answer.max_tokens, 256)?,
-            temperature: layers.resolve("temperature", answer.temperature, 0.0)?,
-            seed: layers.resolve("seed", answer.seed, 42)?,
-            config_file: layers.file_path,
-        }
-        .validated()
+            max_tokens: layers.resolve("max_tokens", answer.max_tokens, generation.max_tokens)?,
+            temperature: layers.resolve(
+                "temperature",
+                answer.temperature,
+                generation.temperature,
+            )?,
+            seed: layers.resolve("seed", answer.seed, generation.seed)?,
+            config_file: layers.file_path.clone(),
+        };
+        layers.refuse_unknown_keys()?;
+        settings.validated()
     }
 
     /// The settings, if every value is in range, whatever the command: a bad value in the config

@@ -67,6 +67,12 @@ fn bad_chat_models_and_servers_are_one_clear_error() {
         scar(index).args(["ask", QUESTION, "--llm-url", "http://127.0.0.1:9/v1"]),
         "chat server http://127.0.0.1:9/v1/chat/completions",
     );
+    // Checked before anything is searched: here there is not even an index to search.
+    let nowhere = tempfile::tempdir().unwrap();
+    fails_with(
+        scar(nowhere.path()).args(["ask", QUESTION, "--llm-url", "ftp://127.0.0.1/v1"]),
+        "only http and https",
+    );
 }
 
 #[test]

@@ -72,3 +72,21 @@ pub fn scar_tiny(index: &Path) -> Command {
     command.env("SCAR_MODEL", "bge-tiny-shape");
     command
 }
+
+/// Each document of the index in `dir` with its chunk count, as `inspect --json` lists them,
+/// sorted by path.
+pub fn documents(dir: &Path) -> Vec<(String, u64)> {
+    let output = run(scar_tiny(dir).args(["inspect", "--json"]));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let mut documents: Vec<(String, u64)> = summary["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let path = d["path"].as_str().unwrap().to_owned();
+            (path, d["chunk_count"].as_u64().unwrap())
+        })
+        .collect();
+    documents.sort();
+    documents
+}

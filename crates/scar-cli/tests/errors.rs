@@ -139,3 +139,17 @@ fn a_closed_pipe_ends_quietly() {
     assert!(output.status.success(), "{:?}: {stderr}", output.status);
     assert!(stderr.is_empty(), "{stderr}");
 }
+
+#[test]
+fn a_model_flag_that_an_index_cannot_use_is_noted() {
+    let index = crate::common::example_index();
+    let output = run(scar(index).args(["search", "kayak", "--model", "another-model"]));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("so it is searched with it; --model another-model applies to new indexes"),
+        "{stderr}"
+    );
+    let same = scar_test_support::MINILM;
+    let output = run(scar(index).args(["search", "kayak", "--model", same]));
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("note:"));
+}

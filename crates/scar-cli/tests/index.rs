@@ -132,3 +132,69 @@ fn a_read_only_index_can_be_searched_and_searching_writes_nothing() {
         "a search changed the index folder"
     );
 }
+
+/// `command` run with every file it writes limited to `bytes`: writes past it fail with EFBIG
+/// as writes to a full disk fail with ENOSPC, with no small file system to mount. SIGXFSZ is
+/// ignored, so that the write fails instead of the signal killing the process.
+fn with_file_size_limit(command: &Command, bytes: u64) -> Command {
+    let mut limited = Command::new("sh");
+    limited
+        .args(["-c", r#"trap '' XFSZ; exec prlimit --fsize="$0" "$@""#])
+        .arg(bytes.to_string())
+        .arg(command.get_program())
+        .args(command.get_args());
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => limited.env(key, value),
+            None => limited.env_remove(key),
+        };
+    }
+    limited
+}
+
+/// The documents `inspect --json` lists, after `inspect --verify` finds nothing wrong.
+fn verified_documents(index: &Path) -> Vec<String> {
+    run(scar_tiny(index).args(["inspect", "--verify"]));
+    let output = run(scar_tiny(index).args(["inspect", "--json"]));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let mut paths: Vec<String> = summary["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["path"].as_str().unwrap().to_owned())
+        .collect();
+    paths.sort();
+    paths
+}
+
+#[test]
+fn a_full_disk_stops_indexing_and_loses_nothing_committed() {
+    let docs = tempfile::tempdir().unwrap();
+    let write = |name: String, words: usize| {
+        let text: Vec<String> = (0..words).map(|w| format!("{name}word{w}")).collect();
+        std::fs::write(docs.path().join(name), text.join(" ")).unwrap();
+    };
+    write("first.txt".to_owned(), 200);
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("index");
+    run(scar_tiny(&index).arg("index").arg(docs.path()));
+    let committed = verified_documents(&index);
+
+    // More text than any one index file may hold under the limit.
+    for n in 0..30 {
+        write(format!("more{n}.txt"), 600);
+    }
+    let mut full = scar_tiny(&index);
+    full.arg("index").arg(docs.path());
+    let output = with_file_size_limit(&full, 96 * 1024).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("File too large"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    // What was committed before is all there and sound; a run with room completes the work.
+    let after = verified_documents(&index);
+    assert!(committed.iter().all(|d| after.contains(d)), "{after:?}");
+    run(scar_tiny(&index).arg("index").arg(docs.path()));
+    assert_eq!(verified_documents(&index).len(), 31);
+}

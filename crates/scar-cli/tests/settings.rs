@@ -62,3 +62,23 @@ fn a_bad_value_names_where_it_came_from() {
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("SCAR_K"));
 }
+
+#[test]
+fn an_unknown_key_in_the_config_file_is_refused_with_the_nearest_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.toml");
+    std::fs::write(&file, "k = 4\nlamda = 0.5\n").unwrap();
+    let output = scar(dir.path())
+        .env("SCAR_CONFIG", &file)
+        .args(["config"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("`lamda` in") && stderr.contains("did you mean `lambda`?"),
+        "{stderr}"
+    );
+    std::fs::write(&file, "k = 4\nlambda = 0.5\n").unwrap();
+    run(scar(dir.path()).env("SCAR_CONFIG", &file).args(["config"]));
+}

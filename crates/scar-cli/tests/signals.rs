@@ -1,4 +1,4 @@
-//! `scar index` stops cleanly on SIGTERM as on Ctrl-C (SIGINT): after the current batch, with
+//! `scar index` stops cleanly on SIGTERM as on Ctrl-C (SIGINT): within about a second, with
 //! the same message and exit status, leaving a consistent index that the next run continues.
 
 use std::io::{BufRead, BufReader, Read};

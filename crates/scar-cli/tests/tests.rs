@@ -3,6 +3,7 @@
 
 mod ask;
 mod common;
+mod corruption;
 mod damaged;
 mod errors;
 mod eval;

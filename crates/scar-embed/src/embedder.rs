@@ -52,6 +52,20 @@ pub struct ModelInfo {
     pub query_prefix: String,
 }
 
+impl ModelInfo {
+    /// How to name `self` and `other` in a message saying that they differ: their ids, with
+    /// their dimensions when the ids are the same.
+    #[must_use]
+    pub fn names_against(&self, other: &Self) -> (String, String) {
+        if self.id == other.id {
+            let name = |m: &Self| format!("{} ({} dimensions)", m.id, m.dimension);
+            (name(self), name(other))
+        } else {
+            (self.id.clone(), other.id.clone())
+        }
+    }
+}
+
 /// Progress of a long embedding run, reported after each batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EmbedProgress {
@@ -353,6 +367,24 @@ fn load_tokenizer(dir: &std::path::Path, max_tokens: usize) -> Result<Tokenizer>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn models_that_differ_only_in_dimension_are_named_with_it() {
+        let model = |id: &str, dimension| ModelInfo {
+            id: id.into(),
+            dimension,
+            pooling: Pooling::Cls,
+            max_tokens: 512,
+            query_prefix: String::new(),
+        };
+        let (a, b) = model("m", 384).names_against(&model("m", 768));
+        assert_eq!(
+            (a.as_str(), b.as_str()),
+            ("m (384 dimensions)", "m (768 dimensions)")
+        );
+        let (a, b) = model("m", 384).names_against(&model("n", 384));
+        assert_eq!((a.as_str(), b.as_str()), ("m", "n"));
+    }
 
     #[test]
     fn batches_respect_the_token_budget_and_cover_every_text() {

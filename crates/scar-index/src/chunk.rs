@@ -71,12 +71,24 @@ impl ChunkSpan {
         text: &'a str,
         prepend_headings: bool,
     ) -> std::borrow::Cow<'a, str> {
-        let own = &text[self.bytes.clone()];
-        if prepend_headings && !self.heading_path.is_empty() {
-            format!("{}\n\n{own}", self.heading_path).into()
-        } else {
-            own.into()
-        }
+        embedding_text(
+            &self.heading_path,
+            &text[self.bytes.clone()],
+            prepend_headings,
+        )
+    }
+}
+
+/// What the model embeds for a chunk of text `own` under the headings `heading_path`.
+pub(crate) fn embedding_text<'a>(
+    heading_path: &str,
+    own: &'a str,
+    prepend_headings: bool,
+) -> std::borrow::Cow<'a, str> {
+    if prepend_headings && !heading_path.is_empty() {
+        format!("{heading_path}\n\n{own}").into()
+    } else {
+        own.into()
     }
 }
 

@@ -1,7 +1,7 @@
 //! Indexing runs: bring an index up to date with a set of files, incrementally and crash-safely.
 //! Files are loaded, cut and embedded here; the store's writer keeps the rows and commits them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -11,6 +11,7 @@ use scar_embed::Embedder;
 
 use crate::chunk::{ChunkSpan, Chunker, ChunkerConfig};
 use crate::hnsw::{self, HnswGraph, HnswInfo, HnswParams};
+use crate::known::{Journal, Key, KnownVectors, key};
 use crate::load::{LoadOptions, LoadedDocument, load_document};
 use crate::store::{
     DocumentEntry, Index, Manifest, NewDocument, VectorEncoding, Writer, file_stamp,
@@ -30,7 +31,9 @@ pub struct IndexOptions {
     pub load: LoadOptions,
     /// Work is committed at least this often, so a crash loses at most this much.
     pub commit_every: Duration,
-    /// Chunks gathered from several small files before one embedding call.
+    /// Chunks waiting for their vectors, from one or several files, before the model is called;
+    /// also the most one call embeds (a slow model gets fewer, so that a cancel or a commit
+    /// never waits long).
     pub embed_batch_chunks: usize,
     /// What to do with the HNSW graph for approximate dense search.
     pub hnsw: HnswSetting,
@@ -178,6 +181,9 @@ pub struct IndexReport {
     pub warnings: Vec<Skipped>,
     /// Chunks embedded.
     pub chunks: usize,
+    /// Chunks whose vectors were found instead of embedded: left by an interrupted run, or
+    /// sound in the index being repaired.
+    pub reused: usize,
     /// Tokens embedded.
     pub tokens: usize,
     /// Chunks longer than the model's limit, truncated for embedding.
@@ -198,14 +204,40 @@ impl IndexReport {
     }
 }
 
-/// A document loaded and cut, waiting for its embeddings.
+/// How long one call to the model should take: cancelling waits for the call in progress, and
+/// commits come between calls.
+const SLICE_TIME: Duration = Duration::from_secs(1);
+
+/// Chunks in the first call to the model, before its speed is known.
+const FIRST_SLICE_CHUNKS: usize = 8;
+
+/// A document loaded and cut, waiting for its vectors.
 struct Pending {
-    path: PathBuf,
-    size: u64,
-    modified_ns: u64,
+    file: FileToLoad,
     document: LoadedDocument,
     chunks: Vec<ChunkSpan>,
-    replaces: Option<u32>,
+    /// The key of what the model embeds for each chunk.
+    keys: Vec<Key>,
+    /// Each chunk's vector, once known, laid end to end.
+    vectors: Vec<f32>,
+    /// Which chunks' vectors are known.
+    known: Vec<bool>,
+    /// Chunks this run embedded whose vectors are not in the resume journal yet.
+    unjournaled: Vec<usize>,
+}
+
+impl Pending {
+    fn missing(&self) -> usize {
+        self.known.iter().filter(|&&known| !known).count()
+    }
+
+    /// Share of its chunks whose vectors are known.
+    fn fraction_known(&self) -> f64 {
+        if self.known.is_empty() {
+            return 1.0;
+        }
+        (self.known.len() - self.missing()) as f64 / self.known.len() as f64
+    }
 }
 
 /// Indexes `roots` (files or folders) into the index folder `dir`, creating it if needed.
@@ -213,8 +245,9 @@ struct Pending {
 /// New and changed files are embedded; files gone from the roots are dropped; files that fail
 /// to load are reported in [`IndexReport::skipped`] and an earlier version of them is kept.
 /// Work is committed every [`IndexOptions::commit_every`]; setting `cancel` stops the run
-/// after the current batch, keeping what was committed.
-#[allow(clippy::too_many_lines)] // one pass over the files, read top to bottom
+/// within about a second, keeping what was committed. What a stopped or killed run embedded
+/// for documents it had not committed is kept in the index's resume journal and not embedded
+/// again by the next run.
 pub fn index_paths(
     dir: &Path,
     roots: &[PathBuf],
@@ -223,149 +256,414 @@ pub fn index_paths(
     progress: &mut dyn FnMut(&IndexProgress),
     cancel: &AtomicBool,
 ) -> Result<IndexReport> {
+    let known = KnownVectors::new(embedder.info().dimension);
+    index_reusing(dir, roots, embedder, options, known, progress, cancel)
+}
+
+/// [`index_paths`], taking the vectors of chunks found in `known` instead of embedding them.
+pub(crate) fn index_reusing(
+    dir: &Path,
+    roots: &[PathBuf],
+    embedder: &Embedder,
+    options: &IndexOptions,
+    mut known: KnownVectors,
+    progress: &mut dyn FnMut(&IndexProgress),
+    cancel: &AtomicBool,
+) -> Result<IndexReport> {
     let started = Instant::now();
-    let mut writer = Writer::open(
+    let writer = Writer::open(
         dir,
         Manifest::new(embedder.info().clone(), options.chunker, options.vectors),
     )?;
+    known.add_journal(dir)?;
     let chunker = Chunker::new(&writer.manifest().chunker, embedder.tokenizer())?;
-    let mut report = IndexReport::default();
-    let discovered = discover(roots, dir);
-    report.skipped.extend(
-        discovered
-            .skipped
-            .into_iter()
-            .map(|(path, reason)| Skipped { path, reason }),
-    );
-
-    let roots: Vec<PathBuf> = roots.iter().filter_map(|r| r.canonicalize().ok()).collect();
-    let present: std::collections::HashSet<&Path> =
-        discovered.files.iter().map(PathBuf::as_path).collect();
-    let gone: Vec<u32> = writer
-        .documents()
-        .iter()
-        .filter(|d| {
-            roots.iter().any(|r| d.path.starts_with(r)) && !present.contains(d.path.as_path())
-        })
-        .map(|d| d.slot)
-        .collect();
-    report.removed = gone.len();
-    for slot in gone {
-        writer.remove(slot);
-    }
-
-    let by_path: HashMap<&Path, &DocumentEntry> = writer
-        .documents()
-        .iter()
-        .map(|d| (d.path.as_path(), d))
-        .collect();
-    let mut todo = Vec::new();
-    for path in discovered.files {
-        let Ok(metadata) = fs_err::metadata(&path) else {
-            report.skipped.push(Skipped {
-                path,
-                reason: "cannot read its metadata".into(),
-            });
-            continue;
-        };
-        let known = by_path.get(path.as_path()).copied();
-        if known.is_some_and(|entry| entry.is_current(&metadata)) {
-            report.unchanged += 1;
-        } else {
-            let (size, modified_ns) = file_stamp(&metadata);
-            todo.push((path, size, modified_ns, known.map(|entry| entry.slot)));
-        }
-    }
-
-    let mut state = IndexProgress {
-        files_total: todo.len() + report.unchanged,
-        files_done: report.unchanged,
-        bytes_total: todo.iter().map(|t| t.1).sum(),
-        ..IndexProgress::default()
+    let mut run = Run {
+        writer,
+        embedder,
+        options,
+        known,
+        journal: Journal::new(dir),
+        queue: VecDeque::new(),
+        bytes_finished: 0,
+        slice_chunks: FIRST_SLICE_CHUNKS,
+        report: IndexReport::default(),
+        state: IndexProgress::default(),
+        started,
+        last_commit: Instant::now(),
+        progress,
+        cancel,
     };
-    let mut pending: Vec<Pending> = Vec::new();
-    let mut last_commit = Instant::now();
-    for (path, size, modified_ns, replaces) in todo {
-        if cancel.load(Ordering::Relaxed) {
-            report.cancelled = true;
+    let todo = run.plan(dir, roots);
+    for file in todo {
+        if run.cancelled() {
             break;
         }
-        state.files_done += 1;
-        match load_document(&path, &options.load) {
-            Err(error) => {
-                state.bytes_done += size;
-                report.skipped.push(Skipped {
-                    path,
-                    reason: ErrorChain(&error).to_string(),
-                });
-            }
-            Ok(document) => {
-                let unchanged = replaces.filter(|&slot| {
-                    writer
-                        .documents()
-                        .iter()
-                        .any(|d| d.slot == slot && d.hash == document.hash)
-                });
-                if let Some(slot) = unchanged {
-                    // Touched but identical: remember the new timestamp, embed nothing.
-                    writer.touch(slot, size, modified_ns);
-                    state.bytes_done += size;
-                    report.unchanged += 1;
-                } else {
-                    report
-                        .warnings
-                        .extend(document.warnings.iter().map(|w| Skipped {
-                            path: path.clone(),
-                            reason: w.clone(),
-                        }));
-                    let chunks = chunker.chunk(&document)?;
-                    pending.push(Pending {
-                        path,
-                        size,
-                        modified_ns,
-                        document,
-                        chunks,
-                        replaces,
-                    });
-                }
-            }
+        run.load(file, &chunker)?;
+        let waiting: usize = run.queue.iter().map(Pending::missing).sum();
+        if waiting >= options.embed_batch_chunks {
+            run.embed_queue()?;
+        } else {
+            run.append_ready()?;
         }
-        let pending_chunks: usize = pending.iter().map(|p| p.chunks.len()).sum();
-        if pending_chunks >= options.embed_batch_chunks {
-            write(
-                &mut writer,
-                embedder,
-                std::mem::take(&mut pending),
-                &mut report,
-                &mut state,
-                started,
-                progress,
-            )?;
-        }
-        state.elapsed = started.elapsed();
-        progress(&state);
-        if last_commit.elapsed() >= options.commit_every {
-            writer.commit()?;
-            last_commit = Instant::now();
-        }
+        run.show_progress();
+        run.commit_if_due()?;
     }
-    if !report.cancelled {
-        write(
-            &mut writer,
-            embedder,
-            pending,
-            &mut report,
-            &mut state,
-            started,
-            progress,
-        )?;
+    if !run.cancelled() {
+        run.embed_queue()?;
     }
-    writer.finish()?;
+    let (mut report, mut state, progress) = run.finish()?;
     report.hnsw_rows_linked =
         update_hnsw(dir, options.hnsw, started, &mut state, progress, cancel)?;
     report.elapsed = started.elapsed();
     Ok(report)
 }
+
+/// A new or changed file to load.
+struct FileToLoad {
+    path: PathBuf,
+    /// Its size and modification time (ns since the epoch) when it was found.
+    size: u64,
+    modified_ns: u64,
+    /// The slot of the document it replaces, if it was indexed before.
+    replaces: Option<u32>,
+}
+
+/// One indexing run's state: the writer, the documents waiting for vectors, the report.
+struct Run<'a> {
+    writer: Writer,
+    embedder: &'a Embedder,
+    options: &'a IndexOptions,
+    /// Vectors that need not be embedded again.
+    known: KnownVectors,
+    journal: Journal,
+    /// Documents loaded and cut, in order, waiting for their vectors.
+    queue: VecDeque<Pending>,
+    /// Bytes of the files done with (stored, unchanged or skipped).
+    bytes_finished: u64,
+    /// Chunks the next call to the model embeds: about [`SLICE_TIME`]'s worth.
+    slice_chunks: usize,
+    report: IndexReport,
+    state: IndexProgress,
+    started: Instant,
+    last_commit: Instant,
+    progress: &'a mut dyn FnMut(&IndexProgress),
+    cancel: &'a AtomicBool,
+}
+
+impl<'a> Run<'a> {
+    /// True once cancelled; the report says so.
+    fn cancelled(&mut self) -> bool {
+        if self.cancel.load(Ordering::Relaxed) {
+            self.report.cancelled = true;
+        }
+        self.report.cancelled
+    }
+
+    /// Finds the files under `roots`, drops the documents whose files are gone, and lists
+    /// the files to load: new ones, and known ones whose size or time changed.
+    fn plan(&mut self, dir: &Path, roots: &[PathBuf]) -> Vec<FileToLoad> {
+        let discovered = discover(roots, dir);
+        self.report.skipped.extend(
+            discovered
+                .skipped
+                .into_iter()
+                .map(|(path, reason)| Skipped { path, reason }),
+        );
+
+        let roots: Vec<PathBuf> = roots.iter().filter_map(|r| r.canonicalize().ok()).collect();
+        let present: std::collections::HashSet<&Path> =
+            discovered.files.iter().map(PathBuf::as_path).collect();
+        let gone: Vec<u32> = self
+            .writer
+            .documents()
+            .iter()
+            .filter(|d| {
+                roots.iter().any(|r| d.path.starts_with(r)) && !present.contains(d.path.as_path())
+            })
+            .map(|d| d.slot)
+            .collect();
+        self.report.removed = gone.len();
+        for slot in gone {
+            self.writer.remove(slot);
+        }
+
+        let by_path: HashMap<&Path, &DocumentEntry> = self
+            .writer
+            .documents()
+            .iter()
+            .map(|d| (d.path.as_path(), d))
+            .collect();
+        let mut todo = Vec::new();
+        for path in discovered.files {
+            let Ok(metadata) = fs_err::metadata(&path) else {
+                self.report.skipped.push(Skipped {
+                    path,
+                    reason: "cannot read its metadata".into(),
+                });
+                continue;
+            };
+            let known = by_path.get(path.as_path()).copied();
+            if known.is_some_and(|entry| entry.is_current(&metadata)) {
+                self.report.unchanged += 1;
+            } else {
+                let (size, modified_ns) = file_stamp(&metadata);
+                let replaces = known.map(|entry| entry.slot);
+                todo.push(FileToLoad {
+                    path,
+                    size,
+                    modified_ns,
+                    replaces,
+                });
+            }
+        }
+
+        self.state = IndexProgress {
+            files_total: todo.len() + self.report.unchanged,
+            files_done: self.report.unchanged,
+            bytes_total: todo.iter().map(|f| f.size).sum(),
+            ..IndexProgress::default()
+        };
+        todo
+    }
+
+    /// Loads and cuts a file; queues it for its vectors, or notes why it is not indexed, or
+    /// that it did not change after all.
+    fn load(&mut self, file: FileToLoad, chunker: &Chunker) -> Result<()> {
+        self.state.files_done += 1;
+        let document = match load_document(&file.path, &self.options.load) {
+            Ok(document) => document,
+            Err(error) => {
+                self.bytes_finished += file.size;
+                self.report.skipped.push(Skipped {
+                    path: file.path,
+                    reason: ErrorChain(&error).to_string(),
+                });
+                return Ok(());
+            }
+        };
+        let unchanged = file.replaces.filter(|&slot| {
+            self.writer
+                .documents()
+                .iter()
+                .any(|d| d.slot == slot && d.hash == document.hash)
+        });
+        if let Some(slot) = unchanged {
+            // Touched but identical: remember the new timestamp, embed nothing.
+            self.writer.touch(slot, file.size, file.modified_ns);
+            self.bytes_finished += file.size;
+            self.report.unchanged += 1;
+            return Ok(());
+        }
+        self.report
+            .warnings
+            .extend(document.warnings.iter().map(|w| Skipped {
+                path: file.path.clone(),
+                reason: w.clone(),
+            }));
+        let chunks = chunker.chunk(&document)?;
+        self.enqueue(file, document, chunks);
+        Ok(())
+    }
+
+    /// Queues a document for its vectors, taking those already known.
+    fn enqueue(&mut self, file: FileToLoad, document: LoadedDocument, chunks: Vec<ChunkSpan>) {
+        let prepend = self.writer.manifest().chunker.prepend_headings;
+        let dimension = self.known.dimension();
+        let keys: Vec<Key> = chunks
+            .iter()
+            .map(|c| key(&c.embedding_text(&document.text, prepend)))
+            .collect();
+        let mut vectors = vec![0.0; chunks.len() * dimension];
+        let mut known = vec![false; chunks.len()];
+        for (i, key) in keys.iter().enumerate() {
+            if let Some(vector) = self.known.get(key) {
+                vectors[i * dimension..(i + 1) * dimension].copy_from_slice(&vector);
+                known[i] = true;
+            }
+        }
+        self.report.reused += known.iter().filter(|&&k| k).count();
+        self.queue.push_back(Pending {
+            file,
+            document,
+            chunks,
+            keys,
+            vectors,
+            known,
+            unjournaled: Vec::new(),
+        });
+    }
+
+    /// Embeds the queued documents' missing vectors, storing each document once it has them
+    /// all; commits on time and stops early when cancelled.
+    fn embed_queue(&mut self) -> Result<()> {
+        loop {
+            self.append_ready()?;
+            if self.queue.is_empty() || self.cancelled() {
+                return Ok(());
+            }
+            self.commit_if_due()?;
+            self.embed_slice()?;
+        }
+    }
+
+    /// One call to the model: the next missing vectors, in document order.
+    fn embed_slice(&mut self) -> Result<()> {
+        let prepend = self.writer.manifest().chunker.prepend_headings;
+        let picks: Vec<(usize, usize)> = self
+            .queue
+            .iter()
+            .enumerate()
+            .flat_map(|(d, p)| {
+                p.known
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, known)| !**known)
+                    .map(move |(c, _)| (d, c))
+            })
+            .take(self.slice_chunks)
+            .collect();
+        let texts: Vec<std::borrow::Cow<'_, str>> = picks
+            .iter()
+            .map(|&(d, c)| {
+                let pending = &self.queue[d];
+                pending.chunks[c].embedding_text(&pending.document.text, prepend)
+            })
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
+        let called = Instant::now();
+        let (chunks_before, tokens_before) = (self.state.chunks, self.state.tokens);
+        let (state, progress, started) = (&mut self.state, &mut self.progress, self.started);
+        let embeddings = self
+            .embedder
+            .embed_passages(&refs, &mut |p| {
+                state.chunks = chunks_before + p.done;
+                state.tokens = tokens_before + p.tokens;
+                state.elapsed = started.elapsed();
+                progress(state);
+            })
+            .map_err(IndexError::Embed)?;
+        drop(texts);
+        let rate = picks.len() as f64 / called.elapsed().as_secs_f64().max(1e-6);
+        self.slice_chunks =
+            ((rate * SLICE_TIME.as_secs_f64()) as usize).clamp(1, self.options.embed_batch_chunks);
+        self.report.chunks += embeddings.len();
+        self.report.tokens += embeddings.token_counts.iter().sum::<usize>();
+        self.report.truncated += embeddings.truncated;
+        let dimension = embeddings.dimension;
+        for (row, &(d, c)) in picks.iter().enumerate() {
+            let pending = &mut self.queue[d];
+            pending.vectors[c * dimension..(c + 1) * dimension]
+                .copy_from_slice(embeddings.row(row));
+            pending.known[c] = true;
+            pending.unjournaled.push(c);
+        }
+        self.show_progress();
+        Ok(())
+    }
+
+    /// Stores the documents at the front of the queue whose vectors are all known (uncommitted).
+    fn append_ready(&mut self) -> Result<()> {
+        while self.queue.front().is_some_and(|p| p.missing() == 0) {
+            let Some(p) = self.queue.pop_front() else {
+                break;
+            };
+            self.bytes_finished += p.file.size;
+            if p.chunks.is_empty() {
+                self.report.skipped.push(Skipped {
+                    path: p.file.path,
+                    reason: "no text to index".into(),
+                });
+                continue;
+            }
+            if let Some(old) = p.file.replaces {
+                self.writer.remove(old);
+                self.report.updated += 1;
+            } else {
+                self.report.added += 1;
+            }
+            let text = &p.document.text;
+            let token_counts = p
+                .chunks
+                .iter()
+                .map(|chunk| self.embedder.count_tokens(&text[chunk.bytes.clone()]))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(IndexError::Embed)?;
+            self.writer.append(&NewDocument {
+                path: &p.file.path,
+                hash: &p.document.hash,
+                size: p.file.size,
+                modified_ns: p.file.modified_ns,
+                text,
+                chunks: &p.chunks,
+                vectors: &p.vectors,
+                token_counts: &token_counts,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Reports progress: the bytes of files done, and of those waiting the share embedded.
+    fn show_progress(&mut self) {
+        let waiting: f64 = self
+            .queue
+            .iter()
+            .map(|p| p.file.size as f64 * p.fraction_known())
+            .sum();
+        self.state.bytes_done = self.bytes_finished + waiting as u64;
+        self.state.elapsed = self.started.elapsed();
+        (self.progress)(&self.state);
+    }
+
+    fn commit_if_due(&mut self) -> Result<()> {
+        if self.last_commit.elapsed() >= self.options.commit_every {
+            self.keep_unstored()?;
+            self.writer.commit()?;
+            self.last_commit = Instant::now();
+        }
+        Ok(())
+    }
+
+    /// Writes the vectors embedded for documents not stored yet to the resume journal, so that
+    /// a kill or a cancel does not lose them.
+    fn keep_unstored(&mut self) -> Result<()> {
+        let dimension = self.known.dimension();
+        let entries: Vec<(&Key, &[f32])> = self
+            .queue
+            .iter()
+            .flat_map(|p| {
+                p.unjournaled
+                    .iter()
+                    .map(move |&c| (&p.keys[c], &p.vectors[c * dimension..(c + 1) * dimension]))
+            })
+            .collect();
+        self.journal.append(entries)?;
+        for pending in &mut self.queue {
+            pending.unjournaled.clear();
+        }
+        Ok(())
+    }
+
+    /// Commits what was stored; a run that completed drops the resume journal, a cancelled one
+    /// adds what it embedded for the documents it did not store. Gives back the report, the
+    /// progress and its callback, for the HNSW graph's turn.
+    fn finish(mut self) -> Result<Finished<'a>> {
+        if self.report.cancelled {
+            self.keep_unstored()?;
+        }
+        self.writer.finish()?;
+        if !self.report.cancelled {
+            self.journal.remove()?;
+        }
+        Ok((self.report, self.state, self.progress))
+    }
+}
+
+/// What [`Run::finish`] gives back.
+type Finished<'a> = (
+    IndexReport,
+    IndexProgress,
+    &'a mut dyn FnMut(&IndexProgress),
+);
 
 /// Brings the HNSW graph in line with the committed rows as `setting` asks, reporting its
 /// progress in `state`. Returns the rows linked.
@@ -421,79 +719,6 @@ fn update_hnsw(
     graph.save(dir, catalog.generation)?;
     Ok(graph.rows() - before)
 }
-/// Embeds the pending documents together and appends them to the index (uncommitted).
-fn write(
-    writer: &mut Writer,
-    embedder: &Embedder,
-    pending: Vec<Pending>,
-    report: &mut IndexReport,
-    state: &mut IndexProgress,
-    started: Instant,
-    progress: &mut dyn FnMut(&IndexProgress),
-) -> Result<()> {
-    let prepend = writer.manifest().chunker.prepend_headings;
-    let texts: Vec<std::borrow::Cow<'_, str>> = pending
-        .iter()
-        .flat_map(|p| {
-            p.chunks
-                .iter()
-                .map(|c| c.embedding_text(&p.document.text, prepend))
-        })
-        .collect();
-    let refs: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
-    let (chunks_before, tokens_before) = (state.chunks, state.tokens);
-    let embeddings = embedder
-        .embed_passages(&refs, &mut |p| {
-            state.chunks = chunks_before + p.done;
-            state.tokens = tokens_before + p.tokens;
-            state.elapsed = started.elapsed();
-            progress(state);
-        })
-        .map_err(IndexError::Embed)?;
-    report.chunks += embeddings.len();
-    report.tokens += embeddings.token_counts.iter().sum::<usize>();
-    report.truncated += embeddings.truncated;
-
-    let dimension = embeddings.dimension;
-    let mut row = 0;
-    for p in pending {
-        state.bytes_done += p.size;
-        if p.chunks.is_empty() {
-            report.skipped.push(Skipped {
-                path: p.path,
-                reason: "no text to index".into(),
-            });
-            continue;
-        }
-        let rows = row..row + p.chunks.len();
-        row = rows.end;
-        if let Some(old) = p.replaces {
-            writer.remove(old);
-            report.updated += 1;
-        } else {
-            report.added += 1;
-        }
-        let text = &p.document.text;
-        let token_counts = p
-            .chunks
-            .iter()
-            .map(|chunk| embedder.count_tokens(&text[chunk.bytes.clone()]))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(IndexError::Embed)?;
-        writer.append(&NewDocument {
-            path: &p.path,
-            hash: &p.document.hash,
-            size: p.size,
-            modified_ns: p.modified_ns,
-            text,
-            chunks: &p.chunks,
-            vectors: &embeddings.data[rows.start * dimension..rows.end * dimension],
-            token_counts: &token_counts,
-        })?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

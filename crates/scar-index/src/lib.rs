@@ -36,7 +36,9 @@ mod chunk;
 mod error;
 mod hnsw;
 mod indexer;
+mod known;
 mod load;
+mod salvage;
 mod seam;
 mod search;
 mod store;
@@ -49,8 +51,7 @@ pub use indexer::{HnswSetting, IndexOptions, IndexProgress, IndexReport, Skipped
 pub use load::{
     Format, Heading, LoadError, LoadOptions, LoadedDocument, load_bytes, load_document,
 };
+pub use salvage::Salvage;
 pub use seam::{seam_kind, seam_text};
 pub use search::exact_top_k;
-pub use store::{
-    BuiltFrom, Catalog, ChunkView, DocumentEntry, Index, Manifest, VectorEncoding, built_from,
-};
+pub use store::{Catalog, ChunkView, DocumentEntry, Index, Manifest, VectorEncoding};

@@ -4,8 +4,8 @@
 //! The process killed is this test binary itself, re-run on `indexing_child` (ignored unless
 //! asked for by name) with the folders in environment variables.
 
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use scar_index::{Index, IndexOptions};
@@ -30,27 +30,30 @@ fn indexing_child() {
     index(dir.as_ref(), &[PathBuf::from(docs)], &tiny_bert(), &options);
 }
 
+/// This binary re-run on [`indexing_child`], indexing `docs` into `dir`.
+fn spawn_child(docs: &Path, dir: &Path) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "crash::indexing_child",
+            "--exact",
+            "--ignored",
+            "--test-threads",
+            "1",
+        ])
+        .env(DOCS, docs)
+        .env(INDEX, dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn killed_indexing_never_corrupts_the_index() {
     let docs = tempfile::tempdir().unwrap();
     small_corpus(docs.path(), 150, 3000);
     let dir = tempfile::tempdir().unwrap();
-    let spawn = || {
-        Command::new(std::env::current_exe().unwrap())
-            .args([
-                "crash::indexing_child",
-                "--exact",
-                "--ignored",
-                "--test-threads",
-                "1",
-            ])
-            .env(DOCS, docs.path())
-            .env(INDEX, dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap()
-    };
+    let spawn = || spawn_child(docs.path(), dir.path());
     // Kill times spread over an uninterrupted run's length, so that the kills land in every
     // phase (start-up, embedding, commits) whatever the machine's speed.
     let started = Instant::now();
@@ -115,4 +118,46 @@ fn killed_indexing_never_corrupts_the_index() {
         "{kills} kills in {:?}, a run taking {full_run:?}",
         started.elapsed()
     );
+}
+
+#[test]
+fn a_kill_inside_a_large_file_keeps_what_was_embedded_before_the_last_commit() {
+    let docs = tempfile::tempdir().unwrap();
+    small_corpus(docs.path(), 1, 2_000_000);
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("resume.journal");
+    // An entry: its key, its check, and the tiny model's 32 dimensions.
+    let entry = 32 + 8 + 32 * 4;
+    let mut child = spawn_child(docs.path(), dir.path());
+    let waited = Instant::now();
+    let journaled = loop {
+        let length = std::fs::metadata(&journal).map_or(0, |m| m.len());
+        if length >= 20 * entry {
+            break length;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the file was indexed before the journal held 20 vectors"
+        );
+        assert!(waited.elapsed() < Duration::from_mins(2), "no journal");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let report = index(
+        dir.path(),
+        &[docs.path().to_path_buf()],
+        &tiny_bert(),
+        &IndexOptions::default(),
+    );
+    assert!(report.is_complete(), "{report:#?}");
+    assert!(
+        report.reused as u64 >= journaled / entry,
+        "{} reused, {} journaled before the kill",
+        report.reused,
+        journaled / entry
+    );
+    let index = Index::open(dir.path()).unwrap();
+    assert_eq!(report.reused + report.chunks, index.len());
+    assert_consistent(&index);
 }

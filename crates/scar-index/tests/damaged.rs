@@ -5,7 +5,7 @@ use std::path::Path;
 
 use scar_index::{Index, IndexError, IndexOptions};
 
-use crate::common::{index, small_corpus, tiny_bert};
+use crate::common::{assert_consistent, index, small_corpus, tiny_bert};
 
 /// A small index of three files in `dir`, and the folder they came from.
 fn built(dir: &Path) -> tempfile::TempDir {
@@ -165,4 +165,85 @@ fn copy(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), target).unwrap();
         }
     }
+}
+
+/// Builds the index in `dir` again into a folder beside it from what [`Salvage`] reads, with
+/// `paths` added to the files its catalog lists.
+fn rebuilt(
+    dir: &Path,
+    paths: &[std::path::PathBuf],
+) -> (tempfile::TempDir, scar_index::IndexReport) {
+    let salvage = scar_index::Salvage::read(dir).unwrap();
+    let mut files = salvage.documents.clone().unwrap_or_default();
+    files.extend_from_slice(paths);
+    let fresh = tempfile::tempdir().unwrap();
+    let report = salvage
+        .rebuild_into(
+            fresh.path(),
+            &files,
+            &tiny_bert(),
+            &IndexOptions::default(),
+            &mut |_| {},
+            &std::sync::atomic::AtomicBool::new(false),
+        )
+        .unwrap();
+    (fresh, report)
+}
+
+#[test]
+fn a_repair_re_embeds_only_the_chunks_whose_vectors_are_damaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let _docs = built(dir.path());
+    let total = Index::open(dir.path()).unwrap().len();
+    let path = dir.path().join("vectors.0.bin");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[..4].copy_from_slice(&f32::NAN.to_le_bytes());
+    std::fs::write(&path, bytes).unwrap();
+
+    let salvage = scar_index::Salvage::read(dir.path()).unwrap();
+    assert_eq!(salvage.damage.len(), 1, "{:?}", salvage.damage);
+    assert!(salvage.damage[0].contains("vector"), "{:?}", salvage.damage);
+    let (fresh, report) = rebuilt(dir.path(), &[]);
+    assert_eq!(
+        (report.chunks, report.reused),
+        (1, total - 1),
+        "{report:#?}"
+    );
+    let repaired = Index::open(fresh.path()).unwrap();
+    assert_eq!(repaired.len(), total);
+    assert_consistent(&repaired);
+}
+
+#[test]
+fn a_lost_catalog_loses_the_file_list_but_not_the_vectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = built(dir.path());
+    let total = Index::open(dir.path()).unwrap().len();
+    std::fs::write(dir.path().join("text/meta.json"), b"").unwrap();
+
+    let salvage = scar_index::Salvage::read(dir.path()).unwrap();
+    assert_eq!(salvage.documents, None);
+    assert!(
+        salvage.damage[0].contains("meta.json"),
+        "{:?}",
+        salvage.damage
+    );
+    assert_eq!(salvage.sound_vectors(), total);
+    let (fresh, report) = rebuilt(dir.path(), &[docs.path().to_path_buf()]);
+    assert_eq!((report.chunks, report.reused), (0, total), "{report:#?}");
+    assert_consistent(&Index::open(fresh.path()).unwrap());
+}
+
+#[test]
+fn vectors_of_another_model_are_not_reused() {
+    let dir = tempfile::tempdir().unwrap();
+    let _docs = built(dir.path());
+    let path = dir.path().join("manifest.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    manifest["model"]["id"] = "another-model".into();
+    std::fs::write(&path, manifest.to_string()).unwrap();
+    let (_fresh, report) = rebuilt(dir.path(), &[]);
+    assert_eq!(report.reused, 0, "{report:#?}");
+    assert!(report.chunks > 0);
 }

@@ -9,3 +9,4 @@ mod damaged;
 mod folders;
 mod hnsw;
 mod incremental;
+mod resume;

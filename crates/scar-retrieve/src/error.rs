@@ -35,13 +35,16 @@ pub enum RetrieveError {
     Policy(#[from] scar_policy::PolicyError),
     /// The policy met a chunk whose stored embedding or continuity is damaged.
     #[error(
-        "chunk {chunk} of {document} is damaged; repair the index with \
+        "chunk {chunk} of {document} is damaged in {file}; repair the index with \
          `scar --index {dir} index --repair`",
+        file = file.display(),
         dir = dir.display()
     )]
     DamagedChunk {
         /// The index folder.
         dir: std::path::PathBuf,
+        /// The file of the index that holds the damaged value.
+        file: std::path::PathBuf,
         /// The chunk.
         chunk: scar_core::ChunkId,
         /// Its document, for display.
@@ -65,8 +68,15 @@ impl RetrieveError {
             || "a document no longer indexed".to_owned(),
             |chunk| chunk.document.path.display().to_string(),
         );
+        let [vectors, records, _] = index.data_files();
+        let file = if matches!(error, P::Continuity { .. }) {
+            records
+        } else {
+            vectors
+        };
         Self::DamagedChunk {
             dir: index.dir().to_owned(),
+            file,
             chunk: id,
             document,
             source: error,

@@ -136,10 +136,8 @@ impl Retriever {
     pub fn new(embedder: Embedder, index: Index) -> Result<Self> {
         let (built, loaded) = (&index.manifest().model, embedder.info());
         if built.id != loaded.id || built.dimension != loaded.dimension {
-            return Err(RetrieveError::ModelMismatch {
-                index_model: built.id.clone(),
-                model: loaded.id.clone(),
-            });
+            let (index_model, model) = built.names_against(loaded);
+            return Err(RetrieveError::ModelMismatch { index_model, model });
         }
         Ok(Self { embedder, index })
     }

@@ -14,7 +14,7 @@ use crate::{IndexError, Result};
 
 /// Bumped whenever the on-disk layout changes. 2: chunk records hold the kind of the seam after
 /// the chunk; the text index's slot and ordinal are fast fields.
-const FORMAT_VERSION: u32 = 2;
+pub(crate) const FORMAT_VERSION: u32 = 2;
 
 /// How embeddings are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -369,7 +369,7 @@ pub(crate) fn read_manifest(dir: &Path) -> Result<Manifest> {
 }
 
 /// The manifest of an index of any format version.
-fn read_any_manifest(dir: &Path) -> Result<Manifest> {
+pub(crate) fn read_any_manifest(dir: &Path) -> Result<Manifest> {
     let path = manifest_path(dir);
     if !path.is_file() {
         return Err(IndexError::NotAnIndex(dir.to_owned()));
@@ -387,25 +387,10 @@ fn read_any_manifest(dir: &Path) -> Result<Manifest> {
     Ok(manifest)
 }
 
-/// What an index of any format version was built with and from: enough to build it again.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BuiltFrom {
-    /// Its manifest (model, chunker, vector encoding), as written.
-    pub manifest: Manifest,
-    /// The files its last commit held, in row order.
-    pub documents: Vec<PathBuf>,
-}
-
-/// Reads what the index in `dir` was built with and from, whatever its format version, so that
-/// `scar index --rebuild` can build it again in this build's format.
-pub fn built_from(dir: &Path) -> Result<BuiltFrom> {
-    let manifest = read_any_manifest(dir)?;
+/// The catalog of the index in `dir`, read without checking it against the data files.
+pub(crate) fn read_catalog_of(dir: &Path) -> Result<Catalog> {
     let text = super::text_dir::open_text(dir, super::text_dir::Access::Read)?;
-    let catalog = read_catalog(dir, &text)?;
-    Ok(BuiltFrom {
-        manifest,
-        documents: catalog.documents.into_iter().map(|d| d.path).collect(),
-    })
+    read_catalog(dir, &text)
 }
 
 /// The file that holds the catalog: tantivy's commit metadata.

@@ -19,8 +19,11 @@ mod reader;
 mod text_dir;
 mod writer;
 
-pub use format::{BuiltFrom, Catalog, DocumentEntry, Manifest, VectorEncoding, built_from};
-pub(crate) use format::{TextFields, file_stamp, is_index};
+pub use format::{Catalog, DocumentEntry, Manifest, VectorEncoding};
+pub(crate) use format::{
+    ChunkRecord, FORMAT_VERSION, RECORD_BYTES, TextFields, data_files, file_stamp, is_index,
+    read_any_manifest, read_catalog_of,
+};
 pub use reader::{ChunkView, Index};
 pub(crate) use text_dir::read_error;
 pub(crate) use writer::{NewDocument, Writer};

@@ -269,6 +269,12 @@ impl Index {
         &self.dir
     }
 
+    /// The data files it reads: the vectors, the chunk records and the strings.
+    #[must_use]
+    pub fn data_files(&self) -> [PathBuf; 3] {
+        data_files(&self.dir, self.catalog.generation)
+    }
+
     /// What the index was built with.
     #[must_use]
     pub fn manifest(&self) -> &Manifest {
@@ -479,12 +485,19 @@ impl Index {
             return vec![damage.reason];
         }
         let mut problems = Vec::new();
+        let names = self.data_files().map(|path| {
+            path.file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into())
+        });
+        let [vectors, records, strings] = &names;
         for row in document.rows() {
             let id = ChunkId(row);
             let vector = self.embedding(id);
             let length: f32 = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
             if !vector.iter().all(|x| x.is_finite()) || (length - 1.0).abs() > 1e-2 {
-                problems.push(format!("chunk {id}: vector is not a finite unit vector"));
+                problems.push(format!(
+                    "chunk {id}: its vector in {vectors} is not a finite unit vector"
+                ));
             }
             if let (Some(next), Some(stored)) =
                 (self.neighbour(id, Side::Next), self.continuity_next(id))
@@ -492,12 +505,13 @@ impl Index {
                 let expected = cosine(vector, self.embedding(next));
                 if (expected - stored).abs() > 1e-3 || stored.is_nan() {
                     problems.push(format!(
-                        "chunk {id}: stored continuity {stored} but cosine is {expected}"
+                        "chunk {id}: the continuity in {records} is {stored}, the cosine of the \
+                         vectors in {vectors} {expected}"
                     ));
                 }
             }
             if self.chunk(id).is_none_or(|c| c.text.is_empty()) {
-                problems.push(format!("chunk {id}: no text"));
+                problems.push(format!("chunk {id}: its text in {strings} is empty"));
             }
         }
         problems

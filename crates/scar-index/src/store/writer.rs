@@ -56,10 +56,11 @@ impl Writer {
             if existing.model.id != manifest.model.id
                 || existing.model.dimension != manifest.model.dimension
             {
+                let (index_model, requested) = existing.model.names_against(&manifest.model);
                 return Err(IndexError::ModelMismatch {
                     dir: dir.to_owned(),
-                    index_model: existing.model.id,
-                    requested: manifest.model.id,
+                    index_model,
+                    requested,
                 });
             }
             existing
@@ -293,6 +294,11 @@ fn create(dir: &Path, manifest: Manifest) -> Result<Manifest> {
         fs_err::remove_dir_all(&text).map_err(io_error(&text))?;
     }
     fs_err::create_dir_all(&text).map_err(io_error(&text))?;
+    // Vectors left by a run into an index that is gone would be of an unknown model.
+    let journal = crate::known::journal_path(dir);
+    if journal.exists() {
+        fs_err::remove_file(&journal).map_err(io_error(&journal))?;
+    }
     create_text(dir)?;
     let path = manifest_path(dir);
     let temporary = path.with_extension("json.tmp");
