@@ -125,6 +125,41 @@ pub trait Generator: Send {
     ) -> Result<Generation>;
 }
 
+/// Version of the JSON layout of [`AnswerReport`] (`scar ask --json`, the server's answers).
+pub const ANSWER_SCHEMA_VERSION: &str = "scar.answer/2";
+
+/// A question answered: the search whose context was sent, the answer, and what static ±1's
+/// context from the same seeds would have cost, in the layout [`ANSWER_SCHEMA_VERSION`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnswerReport {
+    /// [`ANSWER_SCHEMA_VERSION`].
+    pub schema: String,
+    /// The search.
+    pub search: SearchReport,
+    /// The answer built from its context.
+    pub answer: Answer,
+    /// The prompt tokens of static ±1's context from the same seeds (the paper's saving);
+    /// `None` when the model cannot count them (a server).
+    pub static_window_1_prompt_tokens: Option<usize>,
+}
+
+impl AnswerReport {
+    /// The report of `answer`, built from `search`.
+    #[must_use]
+    pub fn new(
+        search: SearchReport,
+        answer: Answer,
+        baseline_prompt_tokens: Option<usize>,
+    ) -> Self {
+        Self {
+            schema: ANSWER_SCHEMA_VERSION.to_owned(),
+            search,
+            answer,
+            static_window_1_prompt_tokens: baseline_prompt_tokens,
+        }
+    }
+}
+
 /// An answer with its prompt and the chunks it cites.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Answer {

@@ -7,17 +7,14 @@ use std::process::ExitCode;
 use anyhow::Result;
 use console::style;
 use scar_answer::{
-    Answer, GenerationParams, Generator, LlmLocator, LoadOptions, LocalModel, Prompt, RemoteModel,
-    RemoteOptions,
+    Answer, AnswerReport, GenerationParams, Generator, LlmLocator, LoadOptions, LocalModel, Prompt,
+    RemoteModel, RemoteOptions,
 };
 use scar_policy::{Options, Policy};
 
 use crate::search_command::{comparison, open_retriever, short};
 use crate::settings::Settings;
 use crate::terminal::inert;
-
-/// Version of the JSON layout `scar ask --json` prints.
-const SCHEMA_VERSION: &str = "scar.answer/2";
 
 pub fn run(settings: &Settings, query: &str, json: bool) -> Result<ExitCode> {
     let options = settings.policy()?;
@@ -61,12 +58,7 @@ pub fn run(settings: &Settings, query: &str, json: bool) -> Result<ExitCode> {
         return Err(error.into());
     }
     if json {
-        let output = serde_json::json!({
-            "schema": SCHEMA_VERSION,
-            "search": report,
-            "answer": answer,
-            "static_window_1_prompt_tokens": baseline_prompt_tokens,
-        });
+        let output = AnswerReport::new(report, answer, baseline_prompt_tokens);
         outln!("{}", serde_json::to_string_pretty(&output)?);
     } else {
         print_sources(&answer)?;

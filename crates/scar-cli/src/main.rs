@@ -15,6 +15,7 @@ mod index_command;
 mod inspect_command;
 mod models_command;
 mod search_command;
+mod serve_command;
 mod settings;
 mod terminal;
 
@@ -90,6 +91,10 @@ enum Command {
     },
     /// Evaluate every policy on a LegalBench-RAG benchmark: recall, chunks, tokens, bootstrap
     Eval(eval_command::EvalArgs),
+    /// Serve the indexes over HTTP: search and ask, with every decision (GET /v1/openapi.json)
+    Serve(serve_command::ServeArgs),
+    /// Serve the indexes to an AI assistant over the Model Context Protocol (stdio)
+    Mcp(serve_command::McpArgs),
     /// Print the effective settings and where each one came from
     Config {
         /// Print as JSON
@@ -138,6 +143,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Search { search, .. } => (search.clone(), AnswerFlags::default()),
         Command::Ask { search, answer, .. } => (search.clone(), answer.clone()),
         Command::Eval(args) => (args.search_flags(), AnswerFlags::default()),
+        Command::Serve(args) => (SearchFlags::default(), AnswerFlags::llm(args.llm.clone())),
+        Command::Mcp(args) => (SearchFlags::default(), AnswerFlags::llm(args.llm.clone())),
         _ => (SearchFlags::default(), AnswerFlags::default()),
     };
     let settings = Settings::resolve(&cli.settings, &search_flags, &answer_flags)?;
@@ -150,6 +157,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Inspect(args) => inspect_command::run(&settings, &args),
         Command::Models { action } => models_command::run(&settings, &action),
         Command::Eval(args) => eval_command::run(&settings, &args),
+        Command::Serve(args) => serve_command::serve(&settings, &args),
+        Command::Mcp(args) => serve_command::mcp(&settings, &args),
         Command::Config { json } => {
             print_config(&settings, json)?;
             Ok(ExitCode::SUCCESS)

@@ -119,6 +119,16 @@ pub struct AnswerFlags {
     pub seed: Option<u64>,
 }
 
+impl AnswerFlags {
+    /// Only a chat model given (the servers answer with a local model and their own defaults).
+    pub fn llm(llm: Option<String>) -> Self {
+        Self {
+            llm,
+            ..Self::default()
+        }
+    }
+}
+
 /// The highest temperature accepted: OpenAI-compatible servers refuse more, and a local model
 /// samples noise long before it.
 pub const MAX_TEMPERATURE: f64 = 2.0;

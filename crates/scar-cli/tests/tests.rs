@@ -11,6 +11,7 @@ mod hnsw;
 mod index;
 mod numbers;
 mod rfc;
+mod serve;
 mod settings;
 mod signals;
 mod terminal;

@@ -90,3 +90,25 @@ fn another_model_is_a_clear_error() {
     .unwrap_err();
     assert!(error.to_string().contains("bge-large"), "{error}");
 }
+
+#[test]
+fn an_open_index_knows_when_a_writer_has_committed_since() {
+    let docs = tempfile::tempdir().unwrap();
+    small_corpus(docs.path(), 2, 1500);
+    let dir = tempfile::tempdir().unwrap();
+    let roots = [docs.path().to_path_buf()];
+    index(dir.path(), &roots, &tiny_bert(), &IndexOptions::default());
+    let opened = Index::open(dir.path()).unwrap();
+    assert!(opened.is_current());
+    // A new file, indexed by another writer meanwhile.
+    std::fs::write(
+        docs.path().join("new.txt"),
+        "Window scaling extends the window.",
+    )
+    .unwrap();
+    index(dir.path(), &roots, &tiny_bert(), &IndexOptions::default());
+    assert!(!opened.is_current());
+    let reopened = Index::open(dir.path()).unwrap();
+    assert!(reopened.is_current());
+    assert_eq!(reopened.documents().len(), opened.documents().len() + 1);
+}

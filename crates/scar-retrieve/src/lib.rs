@@ -27,6 +27,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use scar_core::ChunkId;
@@ -110,7 +111,8 @@ pub struct Prepared {
 /// An embedding model and an index built with it.
 #[derive(Debug)]
 pub struct Retriever {
-    embedder: Embedder,
+    /// Shared, so that an index opened again after a commit keeps the loaded model.
+    embedder: Arc<Embedder>,
     index: Index,
 }
 
@@ -134,12 +136,29 @@ impl Retriever {
 
     /// Pairs an embedder with an index, checking that the index was built with that model.
     pub fn new(embedder: Embedder, index: Index) -> Result<Self> {
+        Self::with_shared(Arc::new(embedder), index)
+    }
+
+    /// [`Retriever::new`] with a model that other retrievers may share.
+    pub fn with_shared(embedder: Arc<Embedder>, index: Index) -> Result<Self> {
         let (built, loaded) = (&index.manifest().model, embedder.info());
         if built.id != loaded.id || built.dimension != loaded.dimension {
             let (index_model, model) = built.names_against(loaded);
             return Err(RetrieveError::ModelMismatch { index_model, model });
         }
         Ok(Self { embedder, index })
+    }
+
+    /// The same model over the index as its folder holds it now: after a commit, what the
+    /// commit added.
+    pub fn reopen(&self) -> Result<Self> {
+        Self::with_shared(Arc::clone(&self.embedder), Index::open(self.index.dir())?)
+    }
+
+    /// The model, for other retrievers to share.
+    #[must_use]
+    pub fn shared_embedder(&self) -> Arc<Embedder> {
+        Arc::clone(&self.embedder)
     }
 
     /// The index.

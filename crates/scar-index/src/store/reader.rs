@@ -110,6 +110,16 @@ pub struct Index {
     text: TextIndex,
     /// The HNSW graph, when the index has a current one (`scar index --hnsw`).
     hnsw: Option<HnswGraph>,
+    /// The commit this index was opened at, as the catalog file's stamp.
+    commit: Option<CommitStamp>,
+}
+
+/// The size and modification time of the file that holds the catalog: a new commit replaces it.
+type CommitStamp = (u64, Option<std::time::SystemTime>);
+
+fn commit_stamp(dir: &Path) -> Option<CommitStamp> {
+    let metadata = fs_err::metadata(catalog_path(dir)).ok()?;
+    Some((metadata.len(), metadata.modified().ok()))
 }
 
 impl std::fmt::Debug for Index {
@@ -129,6 +139,9 @@ impl Index {
     pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = dir.as_ref().to_owned();
         let manifest = read_manifest(&dir)?;
+        // Before the catalog is read: a commit in between makes the index look stale, never
+        // current.
+        let commit = commit_stamp(&dir);
         let text = open_text(&dir, Access::Read)?;
         let catalog = read_catalog(&dir, &text)?;
         if let Some((i, problem)) = catalog.problems().into_iter().next() {
@@ -169,6 +182,7 @@ impl Index {
             row_documents,
             text,
             hnsw,
+            commit,
         };
         let damage = index
             .catalog
@@ -261,6 +275,13 @@ impl Index {
         self.row_documents
             .get(row as usize)
             .is_some_and(|&document| document != u32::MAX)
+    }
+
+    /// True while the folder's last commit is the one this index was opened at; false once a
+    /// writer has committed since (open it again to see what that added).
+    #[must_use]
+    pub fn is_current(&self) -> bool {
+        commit_stamp(&self.dir) == self.commit
     }
 
     /// The folder this index lives in.

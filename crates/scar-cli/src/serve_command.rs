@@ -1,0 +1,87 @@
+//! `scar serve` (HTTP) and `scar mcp` (Model Context Protocol over stdio): the indexes served to
+//! other tools.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Result;
+use scar_serve::{Library, LibraryOptions, http};
+
+use crate::settings::Settings;
+
+// The comments are the help text, where flags and variables read best unquoted.
+#[allow(clippy::doc_markdown)]
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Index folders to serve, each named after its folder [default: the --index folder]
+    indexes: Vec<PathBuf>,
+    /// Address to listen on; one other machines can reach needs --token
+    #[arg(long, default_value = "127.0.0.1:8765")]
+    bind: SocketAddr,
+    /// Bearer token every request but /v1/health must carry
+    #[arg(long, env = "SCAR_SERVE_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Local chat model for /v1/ask, loaded on the first question [env: SCAR_LLM] [default: SmolLM2-135M-Instruct]
+    #[arg(long)]
+    pub llm: Option<String>,
+}
+
+#[allow(clippy::doc_markdown)]
+#[derive(Debug, clap::Args)]
+pub struct McpArgs {
+    /// Index folders to serve, each named after its folder [default: the --index folder]
+    indexes: Vec<PathBuf>,
+    /// Local chat model for the `ask` tool, loaded on the first question [env: SCAR_LLM] [default: SmolLM2-135M-Instruct]
+    #[arg(long)]
+    pub llm: Option<String>,
+}
+
+fn open_library(settings: &Settings, indexes: &[PathBuf]) -> Result<Library> {
+    let dirs = if indexes.is_empty() {
+        vec![settings.index.value.clone()]
+    } else {
+        indexes.to_vec()
+    };
+    let options = LibraryOptions {
+        models_dir: settings.models_dir.value.clone(),
+        device: settings.device.value,
+        llm: settings.llm.value.clone(),
+    };
+    Ok(Library::open(&dirs, options)?)
+}
+
+pub fn serve(settings: &Settings, args: &ServeArgs) -> Result<ExitCode> {
+    http::check_reach(args.bind, args.token.as_deref())?;
+    let library = Arc::new(open_library(settings, &args.indexes)?);
+    for summary in library.summaries() {
+        eprintln!(
+            "serving {} ({}: {} documents, {} chunks)",
+            summary.name, summary.dir, summary.documents, summary.chunks
+        );
+    }
+    let options = http::HttpOptions {
+        token: args.token.clone(),
+        ..http::HttpOptions::default()
+    };
+    let router = http::router(library, &options);
+    http::run(args.bind, router, |address| {
+        if !address.ip().is_loopback() {
+            eprintln!(
+                "warning: {address} can be reached from other machines; every request but \
+                 /v1/health needs the token"
+            );
+        }
+        eprintln!(
+            "listening on http://{address}/v1 (GET /v1/openapi.json describes the API; Ctrl-C stops)"
+        );
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn mcp(settings: &Settings, args: &McpArgs) -> Result<ExitCode> {
+    let library = open_library(settings, &args.indexes)?;
+    scar_serve::mcp::serve(&library, std::io::stdin().lock(), std::io::stdout().lock())?;
+    Ok(ExitCode::SUCCESS)
+}

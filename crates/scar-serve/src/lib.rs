@@ -1,0 +1,89 @@
+//! SCAR served to other tools: an HTTP API ([`http`]) and a Model Context Protocol server over
+//! stdio ([`mcp`]), both over one [`Library`] of indexes whose models load once.
+//!
+//! A search returns the same `scar.search/2` report as `scar search --json`, ledger included; a
+//! question the same `scar.answer/2` report as `scar ask --json`. Indexes are served as of
+//! their last commit, and a commit made while serving is picked up by the next request.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use scar_embed::DeviceChoice;
+//! use scar_serve::{Library, LibraryOptions, http};
+//!
+//! let options = LibraryOptions {
+//!     models_dir: "models".into(),
+//!     device: DeviceChoice::Auto,
+//!     llm: scar_answer::DEFAULT_LLM.to_owned(),
+//! };
+//! let library = Arc::new(Library::open(&["my-index".into()], options)?);
+//! let router = http::router(library, &http::HttpOptions::default());
+//! tokio::runtime::Runtime::new()?.block_on(async {
+//!     let listener = tokio::net::TcpListener::bind("127.0.0.1:8765").await?;
+//!     http::serve(listener, router, http::HEADER_TIMEOUT, std::future::pending()).await
+//! })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod error;
+pub mod http;
+mod library;
+pub mod mcp;
+mod request;
+
+use std::ops::ControlFlow;
+
+use scar_answer::{Answer, AnswerReport, GenerationParams, Prompt};
+use scar_policy::{Options, Policy};
+use scar_retrieve::SearchReport;
+
+pub use error::{Result, ServeError};
+pub use library::{IndexSummary, Library, LibraryOptions};
+pub use request::{
+    AskRequest, MAX_ANSWER_TOKENS, MAX_K, MAX_QUESTION_CHARS, Search, SearchRequest,
+};
+
+/// A search's report, and static ±1's from the same seeds: what an answer is built from.
+#[derive(Debug, Clone)]
+pub struct Searched {
+    /// The policy's report.
+    pub report: SearchReport,
+    /// Static ±1's, for the prompt it would have cost.
+    pub baseline: SearchReport,
+}
+
+impl Library {
+    /// Runs a checked search on its index, as of the index's last commit.
+    pub fn search(&self, search: &Search) -> Result<SearchReport> {
+        let retriever = self.retriever(search.index.as_deref())?;
+        let prepared = retriever.prepare(&search.question, search.first_stage, search.k)?;
+        Ok(retriever.expand(&prepared, &search.options)?)
+    }
+
+    /// Runs a checked search and static ±1 on the same seeds.
+    pub fn search_for_answer(&self, search: &Search) -> Result<Searched> {
+        let retriever = self.retriever(search.index.as_deref())?;
+        let prepared = retriever.prepare(&search.question, search.first_stage, search.k)?;
+        let report = retriever.expand(&prepared, &search.options)?;
+        let static_window = Options::new(Policy::StaticWindow { window: 1 })
+            .map_err(|e| ServeError::bad(e.to_string()))?;
+        let baseline = retriever.expand(&prepared, &static_window)?;
+        Ok(Searched { report, baseline })
+    }
+
+    /// Answers from a search's context with the chat model, passing each piece of text to
+    /// `on_text` as it comes (`Break` stops the answer).
+    pub fn answer(
+        &self,
+        searched: Searched,
+        params: &GenerationParams,
+        on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> Result<AnswerReport> {
+        let report = self.with_answerer(|generator| -> scar_answer::Result<AnswerReport> {
+            let baseline_tokens =
+                generator.count_prompt_tokens(&Prompt::from_report(&searched.baseline))?;
+            let answer = Answer::generate(generator, &searched.report, params, on_text)?;
+            Ok(AnswerReport::new(searched.report, answer, baseline_tokens))
+        })??;
+        Ok(report)
+    }
+}

@@ -1,0 +1,255 @@
+//! The indexes served, each with its model loaded once, and the chat model that answers.
+//!
+//! An index is searched as of its last commit: when `scar index` commits while the server runs,
+//! the next request opens the index again (keeping the loaded model) and sees what the commit
+//! added; until then, and if opening it again fails, requests are answered from the state they
+//! were answered from before.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+use scar_answer::{Generator, LlmLocator, LoadOptions, LocalModel};
+use scar_embed::{DeviceChoice, EmbedOptions, Embedder, ModelLocator};
+use scar_index::Index;
+use scar_retrieve::Retriever;
+use serde::Serialize;
+
+use crate::{Result, ServeError};
+
+/// Where the models come from, and which chat model answers.
+#[derive(Debug, Clone)]
+pub struct LibraryOptions {
+    /// The folder of installed models.
+    pub models_dir: PathBuf,
+    /// Where the models run.
+    pub device: DeviceChoice,
+    /// The chat model for `ask`: a GGUF file, a folder or a known name (see
+    /// [`LlmLocator`]); loaded on the first question.
+    pub llm: String,
+}
+
+/// One served index.
+struct Served {
+    name: String,
+    dir: PathBuf,
+    /// The retriever of the last commit seen.
+    current: RwLock<Arc<Retriever>>,
+    /// Held while the index is opened again, so that one request does it, not all of them.
+    reopening: Mutex<()>,
+}
+
+/// The chat model, loaded on first use and then shared; one answer at a time.
+type Answerer = Mutex<Option<Box<dyn Generator>>>;
+
+/// The indexes served, by name.
+pub struct Library {
+    indexes: Vec<Served>,
+    options: LibraryOptions,
+    answerer: Answerer,
+}
+
+impl std::fmt::Debug for Library {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Library")
+            .field("indexes", &self.names())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What `GET /v1/indexes` and the MCP resources say of an index.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IndexSummary {
+    /// The name requests use.
+    pub name: String,
+    /// Its folder.
+    pub dir: String,
+    /// The embedding model it was built with.
+    pub model: String,
+    /// Documents and chunks as of the commit served.
+    pub documents: usize,
+    /// See `documents`.
+    pub chunks: usize,
+    /// The documents' paths.
+    pub paths: Vec<String>,
+}
+
+impl Library {
+    /// Opens the indexes in `dirs`, each named after its folder (with `-2`, `-3`… when two
+    /// folders share a name), loading each embedding model once.
+    pub fn open(dirs: &[PathBuf], options: LibraryOptions) -> Result<Self> {
+        if dirs.is_empty() {
+            return Err(ServeError::NoIndex);
+        }
+        let locator = ModelLocator::from_env(&options.models_dir);
+        let mut models: HashMap<String, Arc<Embedder>> = HashMap::new();
+        let mut indexes: Vec<Served> = Vec::new();
+        for dir in dirs {
+            let index = Index::open(dir).map_err(|e| ServeError::open(dir, e))?;
+            let model = &index.manifest().model;
+            let embedder = if let Some(embedder) = models.get(&model.id) {
+                Arc::clone(embedder)
+            } else {
+                let files = locator
+                    .locate(&model.id)
+                    .map_err(|e| ServeError::open(dir, e))?;
+                let embed_options = EmbedOptions {
+                    device: options.device,
+                    query_prefix: Some(model.query_prefix.clone()),
+                    ..EmbedOptions::default()
+                };
+                let embedder = Arc::new(
+                    Embedder::load(&files, &embed_options).map_err(|e| ServeError::open(dir, e))?,
+                );
+                models.insert(model.id.clone(), Arc::clone(&embedder));
+                embedder
+            };
+            let retriever =
+                Retriever::with_shared(embedder, index).map_err(|e| ServeError::open(dir, e))?;
+            let name = unique_name(dir, &indexes);
+            indexes.push(Served {
+                name,
+                dir: dir.clone(),
+                current: RwLock::new(Arc::new(retriever)),
+                reopening: Mutex::new(()),
+            });
+        }
+        Ok(Self {
+            indexes,
+            options,
+            answerer: Mutex::new(None),
+        })
+    }
+
+    /// The names of the indexes, in the order they were given.
+    #[must_use]
+    pub fn names(&self) -> Vec<&str> {
+        self.indexes.iter().map(|i| i.name.as_str()).collect()
+    }
+
+    /// The retriever of the index called `name` (the first index when `None`), as of its last
+    /// commit.
+    pub fn retriever(&self, name: Option<&str>) -> Result<Arc<Retriever>> {
+        let served = match name {
+            None => &self.indexes[0],
+            Some(name) => self
+                .indexes
+                .iter()
+                .find(|i| i.name == name)
+                .ok_or_else(|| ServeError::UnknownIndex {
+                    name: name.to_owned(),
+                    known: self.names().join(", "),
+                })?,
+        };
+        Ok(served.current())
+    }
+
+    /// What each index holds, as of its last commit.
+    #[must_use]
+    pub fn summaries(&self) -> Vec<IndexSummary> {
+        self.indexes
+            .iter()
+            .map(|served| {
+                let retriever = served.current();
+                let index = retriever.index();
+                IndexSummary {
+                    name: served.name.clone(),
+                    dir: served.dir.display().to_string(),
+                    model: index.manifest().model.id.clone(),
+                    documents: index.documents().len(),
+                    chunks: index.len(),
+                    paths: index
+                        .documents()
+                        .iter()
+                        .map(|d| d.path.display().to_string())
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+
+    /// Runs `work` with the chat model, loading it first if no question has been answered yet.
+    /// Answers are generated one at a time.
+    pub fn with_answerer<T>(&self, work: impl FnOnce(&mut dyn Generator) -> T) -> Result<T> {
+        let mut answerer = self
+            .answerer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut generator = match answerer.take() {
+            Some(generator) => generator,
+            None => self.load_answerer()?,
+        };
+        let result = work(generator.as_mut());
+        *answerer = Some(generator);
+        Ok(result)
+    }
+
+    fn load_answerer(&self) -> Result<Box<dyn Generator>> {
+        let path = LlmLocator::from_env(&self.options.models_dir)
+            .locate(&self.options.llm)
+            .map_err(ServeError::ChatModel)?;
+        let options = LoadOptions {
+            device: self.options.device,
+            ..LoadOptions::default()
+        };
+        let model = LocalModel::load(&path, &options).map_err(ServeError::ChatModel)?;
+        Ok(Box::new(model))
+    }
+}
+
+impl Served {
+    /// The retriever of the last commit: opened again first when a writer has committed since.
+    fn current(&self) -> Arc<Retriever> {
+        let current = Arc::clone(
+            &self
+                .current
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        if current.index().is_current() {
+            return current;
+        }
+        let _one_at_a_time = self
+            .reopening
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let latest = Arc::clone(
+            &self
+                .current
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        if latest.index().is_current() {
+            return latest;
+        }
+        // A commit that is being compacted may leave the folder unreadable for a moment: the
+        // state served so far stays until it opens.
+        match latest.reopen() {
+            Ok(reopened) => {
+                let reopened = Arc::new(reopened);
+                *self
+                    .current
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::clone(&reopened);
+                reopened
+            }
+            Err(_) => latest,
+        }
+    }
+}
+
+/// `dir`'s folder name, made unique among `taken`.
+fn unique_name(dir: &Path, taken: &[Served]) -> String {
+    let base = dir
+        .file_name()
+        .map_or_else(|| "index".to_owned(), |n| n.to_string_lossy().into_owned());
+    let free = |name: &str| taken.iter().all(|i| i.name != name);
+    if free(&base) {
+        return base;
+    }
+    // One more candidate than there are names taken: one of them is free.
+    (2..=taken.len() + 2)
+        .map(|n| format!("{base}-{n}"))
+        .find(|name| free(name))
+        .unwrap_or(base)
+}
