@@ -12,8 +12,8 @@
 //! Errors are `{"error": {"status", "message"}}` with the status: 400 for a request that cannot
 //! be served as it is, 401 without the token, 404 for an unknown index, 408 for a body that
 //! does not arrive in time, 413 for one past the size limit, 500 for the server's own failures.
-//! Model work (embedding, generating) runs on blocking threads, as many at a time as there
-//! are cores; requests beyond wait their turn.
+//! Searches run on blocking threads, as many at a time as there are cores; answers run one at a
+//! time on a lane of their own; requests beyond wait their turn.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -33,6 +33,7 @@ use scar_core::ErrorChain;
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, mpsc};
+use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::{AskRequest, Library, SearchRequest, ServeError};
@@ -368,48 +369,66 @@ async fn search(
     Ok(Json(report).into_response())
 }
 
-/// Searches, loads the chat model if this is the first question, then streams the answer.
-/// Whatever fails before the first piece is an HTTP error; after it, an `error` event.
+/// What an answer's task sends the stream, in order: text pieces, then the report or the error.
+enum Streamed {
+    Text(String),
+    Done(Box<scar_answer::AnswerReport>),
+    Failed(ServeError),
+}
+
+impl Streamed {
+    fn event(self) -> Event {
+        let event = match self {
+            Self::Text(text) => Event::default()
+                .event("text")
+                .json_data(json!({ "text": text })),
+            Self::Done(report) => Event::default().event("answer").json_data(&report),
+            Self::Failed(error) => Event::default()
+                .event("error")
+                .json_data(json!({ "message": ErrorChain(&error).to_string() })),
+        };
+        // Serialising these values cannot fail; should it, the client still sees an error event.
+        event.unwrap_or_else(|_| Event::default().event("error").data("unreadable event"))
+    }
+}
+
+/// Searches on a worker, then answers on the chat model's own lane (one answer at a time, the
+/// model loaded by the first question), so that questions waiting for the chat model hold no
+/// worker that searches need. Whatever fails before the first piece of text (loading the model,
+/// a prompt too long) is an HTTP error; after it, an `error` event.
 async fn ask(
     State(state): State<AppState>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let (search, params) = AskRequest::from_json(body)?.checked()?;
     let searched = state
-        .run(move |library| {
-            library.with_answerer(|_| ())?;
-            library.search_for_answer(&search)
-        })
+        .run(move |library| library.search_for_answer(&search))
         .await?;
-    let (sender, receiver) = mpsc::channel::<Result<Event, Infallible>>(64);
-    let permit = Arc::clone(&state.work)
-        .acquire_owned()
-        .await
-        .map_err(|_| ApiError::internal("the server is shutting down"))?;
+    let (sender, mut receiver) = mpsc::channel::<Streamed>(64);
     let library = Arc::clone(&state.library);
     tokio::task::spawn_blocking(move || {
-        let _permit = permit;
         let result = library.answer(searched, &params, &mut |piece| {
-            let event = Event::default()
-                .event("text")
-                .json_data(json!({ "text": piece }));
-            match event.map(|event| sender.blocking_send(Ok(event))) {
-                Ok(Ok(())) => ControlFlow::Continue(()),
+            match sender.blocking_send(Streamed::Text(piece.to_owned())) {
+                Ok(()) => ControlFlow::Continue(()),
                 // The client left: stop generating for nobody.
-                _ => ControlFlow::Break(()),
+                Err(_) => ControlFlow::Break(()),
             }
         });
         let last = match result {
-            Ok(report) => Event::default().event("answer").json_data(&report),
-            Err(error) => Event::default()
-                .event("error")
-                .json_data(json!({ "message": ErrorChain(&error).to_string() })),
+            Ok(report) => Streamed::Done(Box::new(report)),
+            Err(error) => Streamed::Failed(error),
         };
-        if let Ok(event) = last {
-            let _ = sender.blocking_send(Ok(event));
-        }
+        let _ = sender.blocking_send(last);
     });
-    Ok(Sse::new(ReceiverStream::new(receiver)).into_response())
+    let first = match receiver.recv().await {
+        Some(Streamed::Failed(error)) => return Err(error.into()),
+        Some(first) => first,
+        None => return Err(ApiError::internal("the answer ended before it began")),
+    };
+    let events = tokio_stream::once(first)
+        .chain(ReceiverStream::new(receiver))
+        .map(|piece| Ok::<_, Infallible>(piece.event()));
+    Ok(Sse::new(events).into_response())
 }
 
 #[cfg(test)]

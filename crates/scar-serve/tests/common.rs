@@ -8,14 +8,18 @@ use scar_serve::{Library, LibraryOptions, http};
 
 pub use scar_test_support::{example_index, workspace};
 
-/// The library of `dirs`, with the test models on the CPU.
-pub fn library(dirs: &[PathBuf]) -> Library {
-    let options = LibraryOptions {
+/// The test models, on the CPU.
+pub fn library_options() -> LibraryOptions {
+    LibraryOptions {
         models_dir: scar_test_support::models_dir(),
         device: DeviceChoice::Cpu,
         llm: scar_answer::DEFAULT_LLM.to_owned(),
-    };
-    Library::open(dirs, options).unwrap()
+    }
+}
+
+/// The library of `dirs`, with the test models on the CPU.
+pub fn library(dirs: &[PathBuf]) -> Library {
+    Library::open(dirs, library_options()).unwrap()
 }
 
 /// The example index served, shared by the tests of this binary.

@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use scar_index::{IndexOptions, index_paths};
-use scar_serve::{SearchRequest, http};
+use scar_serve::{Library, LibraryOptions, SearchRequest, http};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use crate::common::{Server, example, get, library, post, workspace};
+use crate::common::{Server, example, example_index, get, library, post, workspace};
 
 const QUESTION: &str = "What does it cost to take my kayak on the ferry?";
 
@@ -366,4 +366,25 @@ fn an_answer_streams_its_text_then_the_report() {
         report["answer"]["generation"]["text"].as_str().unwrap()
     );
     assert!(report["static_window_1_prompt_tokens"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn a_chat_model_that_cannot_load_is_an_error_before_the_stream_and_searches_go_on() {
+    let options = LibraryOptions {
+        llm: "/nowhere/missing-model.gguf".into(),
+        ..crate::common::library_options()
+    };
+    let library = Library::open(&[example_index().to_path_buf()], options).unwrap();
+    let server = Server::start(Arc::new(library), &http::HttpOptions::default());
+    let (status, body) = post(
+        &server.url("/v1/ask"),
+        &json!({"question": QUESTION}).to_string(),
+    );
+    assert_eq!(status, 500, "{body}");
+    assert!(body.contains("missing-model.gguf"), "{body}");
+    let (status, body) = post(
+        &server.url("/v1/search"),
+        &json!({"question": QUESTION}).to_string(),
+    );
+    assert_eq!(status, 200, "{body}");
 }
