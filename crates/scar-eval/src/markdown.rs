@@ -206,12 +206,7 @@ fn unit(chunker: &ChunkerConfig) -> &'static str {
 }
 
 fn policy_table(out: &mut String, stage: &StageResult, group: Group) {
-    let Some(n) = stage
-        .policies
-        .iter()
-        .find_map(|p| p.group(group))
-        .map(|m| m.n_tests)
-    else {
+    let Some(n) = stage.tests_in(group) else {
         return;
     };
     let _ = writeln!(

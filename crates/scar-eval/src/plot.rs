@@ -120,12 +120,7 @@ fn panel(
     group: Group,
     text: bool,
 ) -> std::result::Result<(), DrawError> {
-    let Some(n) = stage
-        .policies
-        .iter()
-        .find_map(|p| p.group(group))
-        .map(|m| m.n_tests)
-    else {
+    let Some(n) = stage.tests_in(group) else {
         return Ok(());
     };
     let points: Vec<(f64, f64)> = stage

@@ -114,6 +114,15 @@ impl StageResult {
     pub fn policy(&self, key: &str) -> Option<&PolicyResult> {
         self.policies.iter().find(|p| p.key == key)
     }
+
+    /// How many tests `group` holds, if any.
+    #[must_use]
+    pub fn tests_in(&self, group: Group) -> Option<usize> {
+        self.policies
+            .iter()
+            .find_map(|p| p.group(group))
+            .map(|m| m.n_tests)
+    }
 }
 
 /// One policy's means per group.

@@ -16,21 +16,11 @@ use std::time::{Duration, Instant};
 
 use scar_core::ChunkId;
 use scar_index::{HnswGraph, HnswParams, Index, exact_top_k};
+use scar_test_support::uniform_stream;
 
 const CHUNKS_PER_DOCUMENT: u32 = 50;
 const QUERIES: usize = 100;
 const K: usize = 10;
-
-/// splitmix64: a small deterministic generator, enough for synthetic vectors.
-fn generator(mut state: u64) -> impl FnMut() -> f32 {
-    move || {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-    }
-}
 
 fn normalised(mut vector: Vec<f32>) -> Vec<f32> {
     let norm = scar_core::norm(&vector);
@@ -88,7 +78,7 @@ fn synthetic(
     );
     println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for &rows in sizes {
-        let mut next = generator(u64::from(rows));
+        let mut next = uniform_stream(u64::from(rows));
         let documents = rows.div_ceil(CHUNKS_PER_DOCUMENT) as usize;
         let directions: Vec<Vec<f32>> = (0..documents)
             .map(|_| normalised((0..dimension).map(|_| next()).collect()))

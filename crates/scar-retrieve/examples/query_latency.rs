@@ -13,6 +13,7 @@ use scar_core::{ChunkId, Position, cosine};
 use scar_embed::{DeviceChoice, EmbedOptions, Embedder, ModelFiles};
 use scar_index::exact_top_k;
 use scar_policy::{ChunkSource, Options, Policy, Rankings, SeamKind, Seed, Side, expand};
+use scar_test_support::uniform_stream;
 
 // The same allocator as the `scar` binary (see its main.rs for why).
 #[global_allocator]
@@ -63,19 +64,8 @@ impl ChunkSource for Synthetic {
     }
 }
 
-/// splitmix64: a small deterministic generator, enough for synthetic vectors.
-fn generator(mut state: u64) -> impl FnMut() -> f32 {
-    move || {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-    }
-}
-
 fn synthetic(rows: u32, dimension: usize) -> Synthetic {
-    let mut next = generator(u64::from(rows));
+    let mut next = uniform_stream(u64::from(rows));
     let mut matrix: Vec<f32> = (0..rows as usize * dimension).map(|_| next()).collect();
     for row in matrix.chunks_exact_mut(dimension) {
         let norm = scar_core::norm(row);
@@ -143,7 +133,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .step_by(CHUNKS_PER_DOCUMENT as usize)
             .map(|start| start..(start + CHUNKS_PER_DOCUMENT).min(rows))
             .collect();
-        let mut next = generator(7);
+        let mut next = uniform_stream(7);
         let queries: Vec<Vec<f32>> = (0..REPEATS)
             .map(|_| (0..dimension).map(|_| next()).collect())
             .collect();

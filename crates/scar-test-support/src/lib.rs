@@ -115,3 +115,15 @@ pub fn scratch_dir(name: &str) -> PathBuf {
     let checkout = std::hash::Hasher::finish(&hasher);
     target.join("tmp").join(format!("{name}-{checkout:016x}"))
 }
+
+/// Numbers uniform in [-0.5, 0.5) from `seed` (splitmix64), for the benchmarks' synthetic
+/// vectors: the same seed gives the same numbers on every machine.
+pub fn uniform_stream(mut state: u64) -> impl FnMut() -> f32 {
+    move || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+    }
+}
