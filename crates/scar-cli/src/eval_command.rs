@@ -42,7 +42,7 @@ pub struct EvalArgs {
     /// Seeds per question [env: SCAR_K] [default: 5]
     #[arg(long, short, allow_negative_numbers = true)]
     k: Option<usize>,
-    /// Also write neighbours.jsonl: every neighbour of every seed (±2) with its signals and
+    /// Also write neighbours.jsonl: every neighbour of every seed (±3) with its signals and
     /// whether it held evidence
     #[arg(long)]
     neighbours: bool,

@@ -93,6 +93,9 @@ impl NeighbourRow {
 /// Words either side of a cut in the seam text.
 pub const SEAM_WORDS: usize = 24;
 
+/// How far the table walks from each seed on each side.
+const NEIGHBOUR_REACH: u32 = 3;
+
 /// Embeds seam texts on demand and keeps them; documents are loaded once.
 #[derive(Default)]
 pub(crate) struct SeamCache {
@@ -175,7 +178,7 @@ pub(crate) fn rows(
     for (rank, &seed) in seeds.iter().enumerate() {
         for side in [Side::Previous, Side::Next] {
             let mut previous = seed;
-            for distance in 1..=3 {
+            for distance in 1..=NEIGHBOUR_REACH {
                 let Some(id) = index.neighbour(previous, side) else {
                     break;
                 };
