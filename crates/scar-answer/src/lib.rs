@@ -17,6 +17,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod conversation;
 mod error;
 mod gguf_tokenizer;
 mod local;
@@ -30,6 +31,7 @@ use std::ops::ControlFlow;
 use scar_retrieve::SearchReport;
 use serde::{Deserialize, Serialize};
 
+pub use conversation::{Turn, standalone_question};
 pub use error::{AnswerError, Result};
 pub use local::{LoadOptions, LocalModel};
 pub use locate::{DEFAULT_LLM, KNOWN_LLMS, KnownLlm, LlmLocator};

@@ -10,8 +10,8 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use scar_embed::{EmbedOptions, Embedder, ModelLocator};
 use scar_index::{
-    ChunkUnit, ChunkerConfig, HnswParams, HnswSetting, IndexOptions, IndexProgress, IndexReport,
-    LoadOptions, Salvage, VectorEncoding, index_paths,
+    ChunkUnit, ChunkerConfig, FolderWatch, HnswParams, HnswSetting, IndexOptions, IndexProgress,
+    IndexReport, LoadOptions, Salvage, VectorEncoding, index_paths,
 };
 
 use crate::settings::{Settings, Source};
@@ -55,9 +55,22 @@ pub struct IndexArgs {
     /// Skip files larger than this many MiB
     #[arg(long, default_value_t = 50, allow_negative_numbers = true)]
     max_file_mib: u64,
-    /// Print the report as JSON instead of text
+    /// Print the report as JSON instead of text (with --watch, one report per line)
     #[arg(long)]
     json: bool,
+    /// After indexing, keep watching PATHS and index again whenever files are added, changed,
+    /// renamed or removed; a burst of changes is one run (Ctrl-C stops)
+    #[arg(long, conflicts_with_all = ["rebuild", "repair"])]
+    watch: bool,
+}
+
+/// How a run's report is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReportStyle {
+    Text,
+    Json,
+    /// One JSON report per line, for a watch's runs.
+    JsonLines,
 }
 
 /// Whether this run builds, tunes or drops the HNSW graph.
@@ -150,10 +163,55 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
         hnsw: args.hnsw.setting(current_graph),
         ..IndexOptions::default()
     };
-    let report = index_into(dir, &embedder, args.json, |progress, cancel| {
+    let cancel = cancel_on_interrupt()?;
+    let style = match (args.json, args.watch) {
+        (false, _) => ReportStyle::Text,
+        (true, false) => ReportStyle::Json,
+        (true, true) => ReportStyle::JsonLines,
+    };
+    // The watch starts before the first run, so that nothing changed during it is missed.
+    let watch = args
+        .watch
+        .then(|| FolderWatch::new(&args.paths, dir))
+        .transpose()?;
+    let report = index_into(dir, &embedder, style, &cancel, |progress, cancel| {
         index_paths(dir, &args.paths, &embedder, &options, progress, cancel)
     })?;
-    Ok(index_exit(report.is_complete()))
+    let Some(watch) = watch else {
+        return Ok(index_exit(report.is_complete()));
+    };
+    if style == ReportStyle::Text {
+        eprintln!("watching for changes (Ctrl-C stops)");
+    }
+    // Later runs keep the graph the first one left.
+    let options = IndexOptions {
+        hnsw: HnswSetting::Keep,
+        ..options
+    };
+    while let Some(burst) = watch.next_burst(&cancel) {
+        if style == ReportStyle::Text {
+            eprintln!("{} changed", plural(burst.paths.len(), "path"));
+        }
+        let run = index_into(dir, &embedder, style, &cancel, |progress, cancel| {
+            index_paths(dir, &args.paths, &embedder, &options, progress, cancel)
+        });
+        // One failed run (a file locked, a full disk) does not end the watch: the next burst
+        // tries again.
+        match run {
+            Err(error) if crate::closed_pipe(&error) => break,
+            Err(error) => eprint!("{}", crate::error_report(&error)),
+            Ok(_) => {}
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn plural(count: usize, noun: &str) -> String {
+    if count == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
 }
 
 impl IndexArgs {
@@ -271,7 +329,13 @@ fn rebuild(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
             salvage.sound_vectors()
         );
     }
-    let report = index_into(&fresh, &embedder, args.json, |progress, cancel| {
+    let cancel = cancel_on_interrupt()?;
+    let style = if args.json {
+        ReportStyle::Json
+    } else {
+        ReportStyle::Text
+    };
+    let report = index_into(&fresh, &embedder, style, &cancel, |progress, cancel| {
         salvage.rebuild_into(&fresh, &paths, &embedder, &options, progress, cancel)
     })?;
     if report.cancelled {
@@ -310,11 +374,11 @@ fn sibling(dir: &std::path::Path, suffix: &str) -> PathBuf {
 fn index_into(
     dir: &std::path::Path,
     embedder: &Embedder,
-    json: bool,
+    style: ReportStyle,
+    cancel: &AtomicBool,
     index: impl FnOnce(&mut dyn FnMut(&IndexProgress), &AtomicBool) -> scar_index::Result<IndexReport>,
 ) -> Result<IndexReport> {
-    let cancel = cancel_on_interrupt()?;
-
+    let json = style != ReportStyle::Text;
     if !json {
         eprintln!(
             "indexing into {} with {} on {}",
@@ -324,11 +388,13 @@ fn index_into(
         );
     }
     let bar = progress_bar(json, "{bar:30} {percent:>3}% {msg}");
-    let report = index(&mut |p| show_progress(&bar, p), &cancel)?;
+    let report = index(&mut |p| show_progress(&bar, p), cancel)?;
     bar.finish_and_clear();
 
-    if json {
+    if style == ReportStyle::Json {
         outln!("{}", serde_json::to_string_pretty(&report)?);
+    } else if style == ReportStyle::JsonLines {
+        outln!("{}", serde_json::to_string(&report)?);
     } else {
         for skipped in &report.skipped {
             eprintln!(

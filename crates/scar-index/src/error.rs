@@ -58,6 +58,14 @@ pub enum IndexError {
         /// How many chunks.
         rows: usize,
     },
+    /// The folders to watch could not be watched.
+    #[error("cannot watch {path} for changes")]
+    Watch {
+        /// The file or folder.
+        path: PathBuf,
+        /// The file-system watcher's error.
+        source: notify::Error,
+    },
     /// The query vector cannot be searched with.
     #[error("the query vector {0}")]
     Query(String),

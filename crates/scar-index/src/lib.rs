@@ -43,6 +43,7 @@ mod seam;
 mod search;
 mod store;
 mod walk;
+mod watch;
 
 pub use chunk::{ChunkUnit, ChunkerConfig};
 pub use error::{IndexError, Result};
@@ -54,4 +55,5 @@ pub use load::{
 pub use salvage::Salvage;
 pub use seam::{seam_kind, seam_text};
 pub use search::exact_top_k;
-pub use store::{Catalog, ChunkView, DocumentEntry, Index, Manifest, VectorEncoding};
+pub use store::{Catalog, ChunkView, DocumentEntry, Index, Manifest, VectorEncoding, is_index};
+pub use watch::{Burst, FolderWatch};

@@ -106,17 +106,26 @@ impl ScarApp {
     }
 
     pub(crate) fn answered(&mut self, id: u64, result: Result<Answer, UiError>) {
-        if let Some(answering) = self.answer.as_mut().filter(|a| a.id == id) {
-            if let Ok(answer) = &result {
-                // Whole, including a piece that arrived as Stop was pressed.
-                answering.text.clone_from(&answer.generation.text);
-            }
-            answering.outcome = Some(result);
+        let Some(answering) = self.answer.as_mut().filter(|a| a.id == id) else {
+            return;
+        };
+        let text = result
+            .as_ref()
+            .ok()
+            .map(|answer| answer.generation.text.clone());
+        if let Some(text) = &text {
+            // Whole, including a piece that arrived as Stop was pressed.
+            answering.text.clone_from(text);
+        }
+        answering.outcome = Some(result);
+        if let Some(text) = text {
+            self.record_turn(&text);
         }
     }
 
     pub(crate) fn answer_ui(&mut self, ui: &mut egui::Ui) {
         ui.add_space(4.0);
+        self.turns_ui(ui);
         let mut start = false;
         let mut select = None;
         ui.horizontal(|ui| {

@@ -11,6 +11,7 @@ use scar_policy::{Options, Policy};
 use scar_retrieve::{Prepared, Retriever, SearchReport};
 
 use crate::answer::Answering;
+use crate::conversation::{Asked, Rewriting};
 use crate::worker::{Event, Pick, Wish, Worker};
 use crate::{Controls, Environment, FileDialogs, LibraryEntry, Result, Settings, UiError};
 
@@ -23,8 +24,15 @@ pub struct ScarApp {
     pub(crate) opening: Option<PathBuf>,
     /// An index that failed to open is not retried until the user selects it again.
     open_failed: Option<PathBuf>,
-    /// The question the user asked (the box may since hold other text).
-    asked: Option<String>,
+    /// The question the user asked (the box may since hold other text), and what is searched
+    /// for: the question, or a follow-up rewritten to stand alone.
+    pub(crate) asked: Option<Asked>,
+    /// A follow-up being rewritten before it is searched for.
+    pub(crate) rewriting: Option<Rewriting>,
+    /// Rewrites started so far, numbering them.
+    pub(crate) rewrites_started: u64,
+    /// The asked question's answer is a turn of the conversation already.
+    pub(crate) turn_recorded: bool,
     /// A question is being embedded; one at a time.
     pub(crate) preparing: bool,
     prepare_failed: Option<Wish>,
@@ -91,6 +99,9 @@ impl ScarApp {
             opening: None,
             open_failed: None,
             asked: None,
+            rewriting: None,
+            rewrites_started: 0,
+            turn_recorded: false,
             preparing: false,
             prepare_failed: None,
             evidence: None,
@@ -128,10 +139,13 @@ impl ScarApp {
         self.error = None;
     }
 
-    /// Asks `question` of the current index; the evidence arrives on a later frame.
+    /// Asks `question` of the current index; the evidence arrives on a later frame. A question
+    /// that follows an answered one in a conversation is first rewritten by the chat model to
+    /// stand alone.
     pub fn ask(&mut self, question: impl Into<String>) {
         self.settings.question = question.into();
-        self.asked = Some(self.settings.question.trim().to_owned());
+        self.turn_recorded = false;
+        self.take_question(self.settings.question.trim().to_owned());
         self.clear_answer();
         self.prepare_failed = None;
         self.error = None;
@@ -174,6 +188,7 @@ impl ScarApp {
             || self.indexing.is_some()
             || self.index_to_open().is_some()
             || self.question_to_prepare().is_some()
+            || self.rewriting.is_some()
     }
 
     /// Writes the ledger of the asked question as `scar search --json` prints it.
@@ -190,6 +205,7 @@ impl ScarApp {
     pub fn ui(&mut self, ui: &mut egui::Ui) {
         let ctx = ui.ctx().clone();
         self.receive(&ctx);
+        self.take_dropped(&ctx);
         self.start_work(&ctx);
         egui::Panel::top("question").show(ui, |ui| self.question_ui(ui));
         egui::Panel::bottom("status").show(ui, |ui| self.status_ui(ui));
@@ -223,11 +239,34 @@ impl ScarApp {
                 } => self.indexed(dir, sources, result),
                 Event::AnswerText { id, piece } => self.answer_text(id, &piece),
                 Event::Answered { id, result } => self.answered(id, result),
+                Event::Rewritten { id, result } => self.rewritten(id, result),
                 Event::Picked(Pick::FolderToIndex, folder) => self.index_folder(ctx, &folder),
                 Event::Picked(Pick::ExistingIndex, dir) => self.open_index(dir),
                 Event::Picked(Pick::ExportPath, path) => {
                     self.error = self.export_ledger(&path).err();
                 }
+            }
+        }
+    }
+
+    /// What was dropped on the window: an index joins the library, a folder or file is indexed
+    /// into a new library entry (one at a time: a drop during indexing is refused).
+    fn take_dropped(&mut self, ctx: &egui::Context) {
+        let dropped: Vec<PathBuf> = ctx.input(|input| {
+            input
+                .raw
+                .dropped_files
+                .iter()
+                .map(|file| file.path().to_owned())
+                .collect()
+        });
+        for path in dropped {
+            if scar_index::is_index(&path) {
+                self.open_index(path);
+            } else if self.indexing.is_some() {
+                self.error = Some(UiError::StillIndexing(path));
+            } else {
+                self.index_folder(ctx, &path);
             }
         }
     }
@@ -374,6 +413,7 @@ impl ScarApp {
     }
 
     fn start_work(&mut self, ctx: &egui::Context) {
+        self.start_rewrite(ctx);
         if let Some(dir) = self.index_to_open() {
             self.opening = Some(dir.clone());
             self.worker.open(ctx, dir);
@@ -404,7 +444,7 @@ impl ScarApp {
             .filter(|r| Some(r.index().dir()) == current)?;
         Some(Wish {
             index: retriever.index().dir().to_owned(),
-            query: self.asked.clone()?,
+            query: self.asked.as_ref()?.standalone.clone(),
             first_stage: self.settings.controls.first_stage,
             k: self.settings.controls.k,
         })
@@ -446,6 +486,7 @@ impl ScarApp {
                 ui.spinner();
             }
         });
+        self.rewrite_ui(ui);
         ui.add_space(4.0);
     }
 

@@ -28,6 +28,9 @@ pub enum UiError {
     /// The ledger could not be written as JSON.
     #[error("writing the ledger as JSON failed")]
     Json(#[from] serde_json::Error),
+    /// A folder was dropped while another was being indexed.
+    #[error("{} was not added: a folder is being indexed; drop it again when that is done", .0.display())]
+    StillIndexing(std::path::PathBuf),
     /// Export was asked for before any question was answered.
     #[error("there is no ledger to export yet: ask a question first")]
     NothingToExport,

@@ -32,6 +32,7 @@
 mod answer;
 mod app;
 mod controls;
+mod conversation;
 mod decisions;
 mod error;
 mod library;
@@ -45,7 +46,7 @@ pub use scar_embed::DeviceChoice;
 
 pub use app::ScarApp;
 pub use error::{Result, UiError};
-pub use settings::{AnswerSettings, Controls, LibraryEntry, Settings};
+pub use settings::{AnswerSettings, Controls, Conversation, LibraryEntry, Settings};
 
 /// Where the app finds models and keeps the indexes it creates; not persisted, the host
 /// decides.

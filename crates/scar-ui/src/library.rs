@@ -31,8 +31,11 @@ impl ScarApp {
                 }
             });
         });
+        ui.weak("…or drop a folder on the window");
         ui.add_space(4.0);
         self.entries_ui(ui);
+        self.summary_ui(ui);
+        self.conversations_ui(ui);
         if let Some(indexing) = &self.indexing {
             ui.separator();
             ui.strong(format!("Indexing into {}", indexing.dir.display()));
@@ -112,6 +115,41 @@ impl ScarApp {
             ui.weak("No indexes yet.");
         }
     }
+
+    /// What the open index holds: its model, documents by format, chunks.
+    fn summary_ui(&self, ui: &mut egui::Ui) {
+        let Some(retriever) = &self.retriever else {
+            return;
+        };
+        let index = retriever.index();
+        ui.add_space(4.0);
+        ui.weak(&index.manifest().model.id);
+        ui.weak(format!(
+            "{} · {} chunks · {}",
+            files_count(index.documents().len()),
+            index.len(),
+            formats(index.documents().iter().map(|d| d.path.as_path()))
+        ));
+    }
+}
+
+/// Documents counted by extension, most first: `3 pdf, 2 docx, 1 md`.
+fn formats<'p>(paths: impl Iterator<Item = &'p Path>) -> String {
+    let mut counts = std::collections::BTreeMap::<String, usize>::new();
+    for path in paths {
+        let extension = path.extension().map_or_else(
+            || "no extension".to_owned(),
+            |e| e.to_string_lossy().to_lowercase(),
+        );
+        *counts.entry(extension).or_default() += 1;
+    }
+    let mut counts: Vec<(String, usize)> = counts.into_iter().collect();
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    counts
+        .iter()
+        .map(|(extension, count)| format!("{count} {extension}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// What the last indexing run did, with every file it could not index and why.
@@ -164,6 +202,18 @@ fn files_count(n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn formats_are_counted_most_first() {
+        let paths = [
+            "a.PDF", "b.pdf", "c.docx", "Makefile", "d.md", "e.md", "f.pdf",
+        ]
+        .map(Path::new);
+        assert_eq!(
+            formats(paths.into_iter()),
+            "3 pdf, 2 md, 1 docx, 1 no extension"
+        );
+    }
 
     #[test]
     fn file_counts_agree_in_number() {

@@ -22,6 +22,28 @@ pub struct Settings {
     pub controls: Controls,
     /// The chat model that answers from the context, and how long it may talk.
     pub answer: AnswerSettings,
+    /// Conversations, oldest first: each question answered, with what was searched for.
+    pub conversations: Vec<Conversation>,
+    /// The conversation a follow-up continues, by its place in `conversations`; `None` starts
+    /// a new one with the next answer.
+    pub conversation: Option<usize>,
+}
+
+/// Questions asked one after another, each answered; a follow-up is searched for as the chat
+/// model rewrote it to stand alone.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Conversation {
+    /// The turns in the order they were asked.
+    pub turns: Vec<scar_answer::Turn>,
+}
+
+impl Conversation {
+    /// The first question, which names the conversation in lists.
+    #[must_use]
+    pub fn title(&self) -> &str {
+        self.turns.first().map_or("", |turn| turn.question.as_str())
+    }
 }
 
 /// How answers are generated.

@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread;
 
-use scar_answer::{Answer, GenerationParams, LlmLocator, LoadOptions, LocalModel};
+use scar_answer::{
+    Answer, GenerationParams, LlmLocator, LoadOptions, LocalModel, Turn, standalone_question,
+};
 use scar_embed::{EmbedOptions, Embedder, ModelLocator};
 use scar_index::{Index, IndexOptions, IndexProgress, IndexReport, index_paths};
 use scar_retrieve::{FirstStage, Prepared, Retriever, SearchReport};
@@ -51,6 +53,11 @@ pub(crate) enum Event {
         id: u64,
         result: Result<Answer, UiError>,
     },
+    /// Follow-up `id`, rewritten to stand alone.
+    Rewritten {
+        id: u64,
+        result: Result<String, UiError>,
+    },
 }
 
 /// A question for the answer thread: answer `report` with `model`.
@@ -60,6 +67,21 @@ pub(crate) struct AnswerJob {
     pub report: SearchReport,
     pub params: GenerationParams,
     pub cancel: Arc<AtomicBool>,
+}
+
+/// A follow-up for the answer thread: rewrite `question` to stand alone after `earlier`.
+pub(crate) struct RewriteJob {
+    pub id: u64,
+    pub model: String,
+    pub earlier: Vec<Turn>,
+    pub question: String,
+}
+
+/// Work for the answer thread, which owns the chat model.
+enum ChatJob {
+    // Boxed: a search report is large, and rewrites would carry its size.
+    Answer(Box<AnswerJob>),
+    Rewrite(RewriteJob),
 }
 
 /// What a file dialog is for.
@@ -94,7 +116,7 @@ impl Reply {
 /// The UI's handle on its background threads.
 pub(crate) struct Worker {
     jobs: Sender<(Job, Reply)>,
-    answers: Sender<(AnswerJob, Reply)>,
+    chats: Sender<(ChatJob, Reply)>,
     events: Receiver<Event>,
     sender: Sender<Event>,
     environment: Arc<Environment>,
@@ -112,20 +134,30 @@ impl Worker {
                 reply.send(run(job, &shared));
             }
         });
-        let (answers, questions) = channel::<(AnswerJob, Reply)>();
+        let (chats, questions) = channel::<(ChatJob, Reply)>();
         let shared = Arc::clone(&environment);
         spawn("scar-answerer", move || {
             // The chat model, loaded on the first question and kept for the next ones.
             let mut loaded: Option<(String, LocalModel)> = None;
             for (job, reply) in questions {
-                let id = job.id;
-                let result = answer(&job, &shared, &mut loaded, &reply);
-                reply.send(Event::Answered { id, result });
+                match job {
+                    ChatJob::Answer(job) => {
+                        let result = answer(&job, &shared, &mut loaded, &reply);
+                        reply.send(Event::Answered { id: job.id, result });
+                    }
+                    ChatJob::Rewrite(job) => {
+                        let result =
+                            chat_model(&job.model, &shared, &mut loaded).and_then(|model| {
+                                Ok(standalone_question(model, &job.earlier, &job.question)?)
+                            });
+                        reply.send(Event::Rewritten { id: job.id, result });
+                    }
+                }
             }
         });
         Self {
             jobs,
-            answers,
+            chats,
             events,
             sender,
             environment,
@@ -153,7 +185,14 @@ impl Worker {
     /// Answers from a report on the answer thread, streaming its text back.
     pub fn answer(&self, ctx: &egui::Context, job: AnswerJob) {
         // As for `submit`: the thread outlives the sender unless it panicked.
-        let _ = self.answers.send((job, self.reply(ctx)));
+        let _ = self
+            .chats
+            .send((ChatJob::Answer(Box::new(job)), self.reply(ctx)));
+    }
+
+    /// Rewrites a follow-up on the answer thread, with the chat model that answers.
+    pub fn rewrite(&self, ctx: &egui::Context, job: RewriteJob) {
+        let _ = self.chats.send((ChatJob::Rewrite(job), self.reply(ctx)));
     }
 
     fn submit(&self, ctx: &egui::Context, job: Job) {
@@ -229,27 +268,41 @@ fn run(job: Job, environment: &Environment) -> Event {
     }
 }
 
-/// Loads `job.model` unless it is the one loaded, then generates, sending each piece of text
-/// as it comes and stopping once `job.cancel` is set.
+/// The chat model `name`, loaded unless it is the one loaded.
+fn chat_model<'m>(
+    name: &str,
+    environment: &Environment,
+    loaded: &'m mut Option<(String, LocalModel)>,
+) -> Result<&'m mut LocalModel, UiError> {
+    if loaded
+        .as_ref()
+        .is_none_or(|(loaded_name, _)| loaded_name != name)
+    {
+        // Free the old model before loading the next.
+        *loaded = None;
+        let path = LlmLocator::from_env(&environment.models_dir).locate(name)?;
+        let options = LoadOptions {
+            device: environment.device,
+            requantize: true,
+        };
+        let model = LocalModel::load(&path, &options)?;
+        return Ok(&mut loaded.insert((name.to_owned(), model)).1);
+    }
+    let Some((_, model)) = loaded.as_mut() else {
+        unreachable!("the model named is loaded");
+    };
+    Ok(model)
+}
+
+/// Generates with `job.model`, sending each piece of text as it comes and stopping once
+/// `job.cancel` is set.
 fn answer(
     job: &AnswerJob,
     environment: &Environment,
     loaded: &mut Option<(String, LocalModel)>,
     reply: &Reply,
 ) -> Result<Answer, UiError> {
-    if loaded.as_ref().is_none_or(|(name, _)| *name != job.model) {
-        // Free the old model before loading the next.
-        *loaded = None;
-        let path = LlmLocator::from_env(&environment.models_dir).locate(&job.model)?;
-        let options = LoadOptions {
-            device: environment.device,
-            requantize: true,
-        };
-        *loaded = Some((job.model.clone(), LocalModel::load(&path, &options)?));
-    }
-    let Some((_, model)) = loaded.as_mut() else {
-        unreachable!("the model was loaded above");
-    };
+    let model = chat_model(&job.model, environment, loaded)?;
     let answer = Answer::generate(model, &job.report, &job.params, &mut |piece| {
         if job.cancel.load(Ordering::Relaxed) {
             return ControlFlow::Break(());

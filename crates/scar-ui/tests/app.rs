@@ -8,8 +8,8 @@ use scar_retrieve::SearchReport;
 use scar_ui::{Controls, ScarApp, Settings};
 
 use crate::common::{
-    KAYAK, Picks, asked_kayak, environment, example_index, harness, one_seed, papers_scar, settle,
-    step_until,
+    KAYAK, Picks, asked_kayak, environment, example_index, first_start, folder_with_handbook,
+    harness, one_seed, papers_scar, settle, step_until,
 };
 
 /// A snapshot of the whole window, without the pointer and with the status line's timings
@@ -308,22 +308,9 @@ fn the_ledger_exports_as_scar_search_json_prints_it() {
 #[test]
 fn adding_a_folder_indexes_it_in_the_background_and_lists_unreadable_files() {
     let library = tempfile::tempdir().unwrap();
-    let papers = library.path().join("papers");
-    std::fs::create_dir(&papers).unwrap();
-    let handbook = crate::common::workspace().join("assets/example/ferry-handbook.md");
-    std::fs::copy(handbook, papers.join("ferry-handbook.md")).unwrap();
+    let papers = folder_with_handbook(library.path(), "papers");
     std::fs::write(papers.join("broken.pdf"), b"%PDF-1.7 this is not a PDF").unwrap();
-    let picks = Picks {
-        folder: Some(papers.clone()),
-        save_path: None,
-    };
-    let app = ScarApp::new(
-        Settings::default(),
-        environment(&library.path().join("indexes")),
-        picks,
-    );
-    let mut harness = harness(app);
-    harness.run_steps(2);
+    let mut harness = first_start(library.path(), Some(papers.clone()));
 
     harness.get_by_label("➕ Add folder…").click();
     let mut saw_progress = false;
@@ -351,6 +338,48 @@ fn adding_a_folder_indexes_it_in_the_background_and_lists_unreadable_files() {
             .iter()
             .all(|c| c.document.ends_with("ferry-handbook.md"))
     );
+}
+
+/// A folder dropped on the window, as the window system hands it over.
+#[derive(Debug)]
+struct Dropped(std::path::PathBuf);
+
+impl egui::DroppedFile for Dropped {
+    fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+
+    fn bytes(&self) -> Result<Vec<u8>, String> {
+        Err("a folder has no bytes".to_owned())
+    }
+}
+
+#[test]
+fn a_folder_dropped_on_the_window_is_indexed_and_the_library_shows_its_formats() {
+    let library = tempfile::tempdir().unwrap();
+    let notes = folder_with_handbook(library.path(), "notes");
+    std::fs::write(
+        notes.join("tides.csv"),
+        "Date,High tide\n2026-05-01,06:12\n",
+    )
+    .unwrap();
+    let mut harness = first_start(library.path(), None);
+    harness.get_by_label("…or drop a folder on the window");
+
+    harness
+        .input_mut()
+        .dropped_files
+        .push(std::sync::Arc::new(Dropped(notes.clone())));
+    step_until(&mut harness, |harness| {
+        !harness.state().settings().library.is_empty() && !harness.state().is_busy()
+    });
+    let entry = &harness.state().settings().library[0];
+    assert_eq!(entry.name(), "notes");
+    assert_eq!(entry.sources, [notes]);
+    settle(&mut harness);
+    harness.get_by_label("sentence-transformers/all-MiniLM-L6-v2");
+    harness.get_by_label_contains("2 files · ");
+    harness.get_by_label_contains(" chunks · 1 csv, 1 md");
 }
 
 #[test]
@@ -435,4 +464,72 @@ fn a_missing_chat_model_is_reported_in_the_answer_panel() {
     harness.run_steps(2);
     assert!(harness.state().answer().is_none());
     harness.get_by_label_contains("⚠ ");
+}
+
+#[test]
+fn a_follow_up_is_rewritten_from_the_conversation_before_it_is_searched_for() {
+    let library = tempfile::tempdir().unwrap();
+    let mut harness = asked_kayak(one_seed(), library.path());
+    let answer = |harness: &mut Harness<'_, ScarApp>| {
+        harness
+            .get_by_role_and_label(Role::Button, "Answer")
+            .click();
+        harness.run_steps(2);
+        step_until(harness, |harness| !harness.state().is_answering());
+        harness.run_steps(3);
+        harness.state().answer().unwrap().generation.text.clone()
+    };
+    let first = answer(&mut harness);
+    let turns = harness.state().conversation().to_vec();
+    assert_eq!(turns.len(), 1);
+    assert_eq!(
+        (turns[0].question.as_str(), turns[0].answer.as_str()),
+        (KAYAK, first.as_str())
+    );
+    assert_eq!(turns[0].standalone, KAYAK);
+
+    // The follow-up goes to the chat model with the first turn, and what it wrote is searched.
+    harness.state_mut().ask("And for a car?");
+    harness.run_steps(2);
+    assert!(harness.state().is_rewriting());
+    settle(&mut harness);
+    assert!(!harness.state().is_rewriting());
+    let searched = harness.state().report().unwrap().query.clone();
+    assert!(!searched.trim().is_empty());
+    if searched != "And for a car?" {
+        harness.get_by_label(&format!("Searched for: {searched}"));
+    }
+    harness.get_by_label("Earlier in this conversation (1)");
+    let second = answer(&mut harness);
+    let turns = harness.state().conversation().to_vec();
+    assert_eq!(turns.len(), 2);
+    assert_eq!(turns[1].question, "And for a car?");
+    assert_eq!(
+        (turns[1].standalone.as_str(), turns[1].answer.as_str()),
+        (searched.as_str(), second.as_str())
+    );
+
+    // Kept with the settings, listed, and reopened after a restart; "New" starts another.
+    let settings = harness.state().settings().clone();
+    assert_eq!(settings.conversations.len(), 1);
+    let restarted = ScarApp::new(
+        Settings {
+            conversation: None,
+            ..settings
+        },
+        environment(library.path()),
+        Picks {
+            folder: None,
+            save_path: None,
+        },
+    );
+    let mut harness = crate::common::harness(restarted);
+    harness.run_steps(2);
+    assert!(harness.state().conversation().is_empty());
+    harness.get_by_label(&format!("{KAYAK} (2)")).click();
+    harness.run_steps(2);
+    assert_eq!(harness.state().conversation(), turns);
+    harness.get_by_label("New").click();
+    harness.run_steps(2);
+    assert!(harness.state().conversation().is_empty());
 }

@@ -42,6 +42,32 @@ pub fn harness(app: ScarApp) -> Harness<'static, ScarApp> {
         .build_ui_state(|ui, app: &mut ScarApp| app.ui(ui), app)
 }
 
+/// A first start: an empty library kept under `library/indexes`, the folder dialog answering
+/// `folder`, two frames drawn.
+pub fn first_start(library: &Path, folder: Option<PathBuf>) -> Harness<'static, ScarApp> {
+    let picks = Picks {
+        folder,
+        save_path: None,
+    };
+    let app = ScarApp::new(
+        Settings::default(),
+        environment(&library.join("indexes")),
+        picks,
+    );
+    let mut harness = harness(app);
+    harness.run_steps(2);
+    harness
+}
+
+/// A folder `name` under `library` holding the example's ferry handbook.
+pub fn folder_with_handbook(library: &Path, name: &str) -> PathBuf {
+    let folder = library.join(name);
+    std::fs::create_dir(&folder).unwrap();
+    let handbook = workspace().join("assets/example/ferry-handbook.md");
+    std::fs::copy(handbook, folder.join("ferry-handbook.md")).unwrap();
+    folder
+}
+
 /// The default controls with one seed: ¶3 of ferry-handbook.md for the kayak question.
 pub fn one_seed() -> Controls {
     Controls {

@@ -1,14 +1,25 @@
 //! Reading one file into text: the size limit, format detection, UTF-8 decoding, and one module
-//! per format that finds the headings which give chunks their context (and, for HTML and PDF,
-//! extracts the text first).
+//! per format that extracts the text (where it is not plain already) and finds the headings
+//! which give chunks their context. `outline` lays out the text of the formats built from
+//! markup (office files, e-books, mail), `zipped` reads the zip containers of most of them.
 //!
 //! Every way a file can be unusable is a [`LoadError`] whose message tells a person why it was
 //! skipped; the error leaves out the path, which the caller puts in front.
 
+mod docx;
+mod eml;
+mod epub;
 mod html;
 mod markdown;
+mod ocr;
+mod odt;
+mod outline;
 mod pdf;
+mod pptx;
+mod rtf;
+mod sheet;
 mod text;
+mod zipped;
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -32,23 +43,69 @@ pub enum Format {
     Html,
     /// PDF, read through its text layer.
     Pdf,
+    /// A Word document (`.docx`).
+    Word,
+    /// An OpenDocument text (`.odt`).
+    OpenDocumentText,
+    /// A PowerPoint deck (`.pptx`).
+    PowerPoint,
+    /// A spreadsheet: Excel (`.xlsx`, `.xlsm`, `.xls`) or OpenDocument (`.ods`).
+    Spreadsheet,
+    /// Delimited text (`.csv`, `.tsv`).
+    Csv,
+    /// An e-book (`.epub`).
+    Epub,
+    /// Rich Text Format (`.rtf`).
+    Rtf,
+    /// An e-mail message (`.eml`).
+    Email,
 }
 
 impl Format {
-    /// The format the extension names; files with other extensions are sniffed by `head`.
-    fn detect(path: &Path, head: &[u8]) -> Self {
+    /// The format a file's extension names, if it names one.
+    #[must_use]
+    pub fn named(path: &Path) -> Option<Self> {
         let extension = path
             .extension()
             .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase);
-        match extension.as_deref() {
-            Some("txt" | "text") => Self::Text,
-            Some("md" | "markdown") => Self::Markdown,
-            Some("html" | "htm" | "xhtml") => Self::Html,
-            Some("pdf") => Self::Pdf,
-            _ if head.starts_with(b"%PDF-") => Self::Pdf,
-            _ => Self::Text,
-        }
+            .map(str::to_ascii_lowercase)?;
+        Some(match extension.as_str() {
+            "txt" | "text" => Self::Text,
+            "md" | "markdown" => Self::Markdown,
+            "html" | "htm" | "xhtml" => Self::Html,
+            "pdf" => Self::Pdf,
+            "docx" | "docm" => Self::Word,
+            "odt" => Self::OpenDocumentText,
+            "pptx" | "pptm" => Self::PowerPoint,
+            "xlsx" | "xlsm" | "xls" | "ods" => Self::Spreadsheet,
+            "csv" | "tsv" => Self::Csv,
+            "epub" => Self::Epub,
+            "rtf" => Self::Rtf,
+            "eml" => Self::Email,
+            _ => return None,
+        })
+    }
+
+    /// The format the extension names; files with other extensions are sniffed by `head`.
+    fn detect(path: &Path, head: &[u8]) -> Self {
+        Self::named(path).unwrap_or(if head.starts_with(b"%PDF-") {
+            Self::Pdf
+        } else {
+            Self::Text
+        })
+    }
+
+    /// Formats whose files are binary containers, never checked for NUL bytes.
+    fn is_binary(self) -> bool {
+        matches!(
+            self,
+            Self::Pdf
+                | Self::Word
+                | Self::OpenDocumentText
+                | Self::PowerPoint
+                | Self::Spreadsheet
+                | Self::Epub
+        )
     }
 }
 
@@ -136,12 +193,40 @@ pub enum LoadError {
         /// The limit they exceed, in bytes.
         limit: u64,
     },
-    /// The PDF has pages but no extractable text.
-    #[error("PDF has no text layer (scanned images?)")]
+    /// The PDF has pages but no text layer, and OCR found no text on them.
+    #[error("PDF has no text layer, and OCR found no text on its pages")]
     PdfNoText,
+    /// The PDF has pages but no text layer, and the OCR programs are not installed.
+    #[error(
+        "PDF has no text layer (scanned images?); install tesseract-ocr and poppler-utils to \
+         read it by OCR"
+    )]
+    PdfNeedsOcr,
     /// The PDF could not be parsed.
     #[error("corrupt PDF")]
     CorruptPdf(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The parts of a zipped file (an office document, an e-book) inflate past
+    /// [`LoadOptions::max_file_bytes`].
+    #[error(
+        "its compressed parts inflate past the {} limit; raise --max-file-mib to index it",
+        human_size(*.limit)
+    )]
+    InflatesTooLarge {
+        /// The limit they exceed, in bytes.
+        limit: u64,
+    },
+    /// The file is damaged, or not what its extension says.
+    #[error("corrupt {kind} file")]
+    Corrupt {
+        /// The format it was read as, as a person names it (`Word`, `EPUB`).
+        kind: &'static str,
+        /// What the reader found wrong.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A format that is known but not read, with what to save it as instead.
+    #[error("{0}")]
+    Unsupported(&'static str),
 }
 
 /// The blake3 hash of `bytes` as lowercase hex: equal hashes mean unchanged files.
@@ -204,10 +289,23 @@ pub fn load_bytes(
         }
         Format::Html => html::to_text(&decode_utf8(bytes, &mut warnings)?),
         Format::Pdf => {
-            let text = pdf::text(bytes, limit)?;
+            let text = pdf::text(bytes, limit, &mut warnings)?;
             let headings = text::headings(&text);
             (text, headings)
         }
+        Format::Word => docx::to_text(bytes, limit)?,
+        Format::OpenDocumentText => odt::to_text(bytes, limit)?,
+        Format::PowerPoint => pptx::to_text(bytes, limit)?,
+        Format::Spreadsheet => sheet::workbook_text(bytes, limit)?,
+        Format::Csv => {
+            let tab_separated = path
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("tsv"));
+            sheet::delimited_text(bytes, tab_separated, &mut warnings)?
+        }
+        Format::Epub => epub::to_text(bytes, limit)?,
+        Format::Rtf => rtf::to_text(bytes)?,
+        Format::Email => eml::to_text(bytes, limit, &mut warnings)?,
     };
     if text.trim().is_empty() {
         return Err(LoadError::Empty);
@@ -223,8 +321,11 @@ pub fn load_bytes(
 
 /// The format of a file named `path` that starts with `head`, unless `head` shows it is not text.
 fn sniff(path: &Path, head: &[u8]) -> Result<Format, LoadError> {
+    if let Some(reason) = unsupported(path) {
+        return Err(LoadError::Unsupported(reason));
+    }
     let format = Format::detect(path, head);
-    if format != Format::Pdf {
+    if !format.is_binary() {
         if head.starts_with(b"\xFF\xFE") || head.starts_with(b"\xFE\xFF") {
             return Err(LoadError::Utf16);
         }
@@ -234,6 +335,16 @@ fn sniff(path: &Path, head: &[u8]) -> Result<Format, LoadError> {
         }
     }
     Ok(format)
+}
+
+/// Why a file in an older office format is not read, and what to save it as.
+fn unsupported(path: &Path) -> Option<&'static str> {
+    let extension = path.extension()?.to_str()?.to_ascii_lowercase();
+    Some(match extension.as_str() {
+        "doc" => "Word 97-2003 documents are not read; save it as .docx to index it",
+        "ppt" => "PowerPoint 97-2003 decks are not read; save it as .pptx to index it",
+        _ => return None,
+    })
 }
 
 /// `50 MiB` for whole mebibytes, otherwise the exact byte count.

@@ -8,16 +8,23 @@ use std::sync::Once;
 
 use flate2::read::ZlibDecoder;
 
-use super::LoadError;
+use super::{LoadError, ocr};
 
 /// The text of the PDF's text layer; a reader that fails or panics makes a corrupt PDF, and so
 /// does an empty text layer when the pages cannot be read.
-pub(super) fn text(bytes: &[u8], limit: u64) -> Result<String, LoadError> {
+pub(super) fn text(
+    bytes: &[u8],
+    limit: u64,
+    warnings: &mut Vec<String>,
+) -> Result<String, LoadError> {
     if inflated_size(bytes, limit) > limit {
         return Err(LoadError::PdfInflatesTooLarge { limit });
     }
     match catch_panic_quietly(|| pdf_extract::extract_text_from_mem(bytes)) {
-        Ok(Ok(text)) if text.trim().is_empty() => Err(why_no_text(bytes)),
+        Ok(Ok(text)) if text.trim().is_empty() => match why_no_text(bytes) {
+            LoadError::PdfNoText => scanned_text(bytes, warnings),
+            damaged => Err(damaged),
+        },
         Ok(Ok(text)) => Ok(text),
         Ok(Err(error)) => Err(LoadError::CorruptPdf(Box::new(error))),
         // The panic's message is the reader's only word on the file.
@@ -25,6 +32,18 @@ pub(super) fn text(bytes: &[u8], limit: u64) -> Result<String, LoadError> {
             format!("the PDF reader failed ({panic})").into(),
         )),
     }
+}
+
+/// The text of a PDF whose pages are images, by OCR, with a warning that says so.
+fn scanned_text(bytes: &[u8], warnings: &mut Vec<String>) -> Result<String, LoadError> {
+    let (text, pages) = ocr::pdf_text(bytes, &ocr::OcrTools::default())?;
+    if text.trim().is_empty() {
+        return Err(LoadError::PdfNoText);
+    }
+    warnings.push(format!(
+        "no text layer: the text of its {pages} page(s) was read by OCR (tesseract)"
+    ));
+    Ok(text)
 }
 
 /// What the PDF's zlib-compressed streams inflate to, in total, counted up to just past `limit`
@@ -189,10 +208,23 @@ mod tests {
     }
 
     #[test]
-    fn pdf_without_text_is_refused() {
+    fn pdf_without_text_is_read_by_ocr_and_refused_when_that_finds_none() {
         let error = load("scan.pdf", pdf_with_page_content("")).unwrap_err();
-        assert!(matches!(error, LoadError::PdfNoText), "{error:?}");
-        assert_eq!(error.to_string(), "PDF has no text layer (scanned images?)");
+        let ocr_installed = ["pdftoppm", "tesseract"].iter().all(|program| {
+            std::process::Command::new(program)
+                .arg("-v")
+                .output()
+                .is_ok()
+        });
+        if ocr_installed {
+            assert!(matches!(error, LoadError::PdfNoText), "{error:?}");
+            assert_eq!(
+                error.to_string(),
+                "PDF has no text layer, and OCR found no text on its pages"
+            );
+        } else {
+            assert!(matches!(error, LoadError::PdfNeedsOcr), "{error:?}");
+        }
     }
 
     #[test]
@@ -232,7 +264,7 @@ mod tests {
     fn streams_inflating_past_the_limit_are_refused_before_reading() {
         let pdf = pdf_with_compressed_stream(4 * 1024 * 1024);
         assert!(pdf.len() < 16 * 1024, "{} bytes", pdf.len());
-        let error = text(&pdf, 1024 * 1024).unwrap_err();
+        let error = text(&pdf, 1024 * 1024, &mut Vec::new()).unwrap_err();
         assert!(
             matches!(error, LoadError::PdfInflatesTooLarge { limit: 1_048_576 }),
             "{error:?}"

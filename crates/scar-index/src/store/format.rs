@@ -331,8 +331,12 @@ pub(crate) fn text_dir(dir: &Path) -> PathBuf {
     dir.join("text")
 }
 
-/// True when `dir` looks like a SCAR index: its manifest beside its text folder.
-pub(crate) fn is_index(dir: &Path) -> bool {
+/// True when `dir` looks like a SCAR index: its manifest beside its text folder. A cheap test
+/// of two paths, for telling an index from a folder of documents; [`Index::open`] checks it.
+///
+/// [`Index::open`]: crate::Index::open
+#[must_use]
+pub fn is_index(dir: &Path) -> bool {
     manifest_path(dir).is_file() && text_dir(dir).is_dir()
 }
 

@@ -1,0 +1,113 @@
+//! Text of a scanned PDF by optical character recognition: poppler's `pdftoppm` draws each
+//! page as an image and `tesseract` reads it, when both are installed (Debian: poppler-utils,
+//! tesseract-ocr). Both run as separate programs, so a page that crashes them is a skipped
+//! file, not a crash.
+
+use std::io;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use super::LoadError;
+
+/// The programs OCR runs; tests name missing ones.
+pub(super) struct OcrTools<'a> {
+    pub rasterizer: &'a str,
+    pub reader: &'a str,
+}
+
+impl Default for OcrTools<'_> {
+    fn default() -> Self {
+        Self {
+            rasterizer: "pdftoppm",
+            reader: "tesseract",
+        }
+    }
+}
+
+/// Page images at 300 dots per inch, in grey: what tesseract reads best.
+const RESOLUTION: &str = "300";
+
+/// The text of every page of the PDF `bytes`, pages separated by blank lines, and how many
+/// pages were read; [`LoadError::PdfNeedsOcr`] when the programs are not installed.
+pub(super) fn pdf_text(bytes: &[u8], tools: &OcrTools) -> Result<(String, usize), LoadError> {
+    let scratch = tempfile::tempdir()?;
+    let pdf = scratch.path().join("scan.pdf");
+    std::fs::write(&pdf, bytes)?;
+    let prefix = scratch.path().join("page");
+    let drawn = run(Command::new(tools.rasterizer)
+        .args(["-r", RESOLUTION, "-gray", "-png"])
+        .arg(&pdf)
+        .arg(&prefix))?;
+    if !drawn.status.success() {
+        return Err(failed("pdftoppm", &drawn));
+    }
+    // `page-1.png` … or `page-01.png` …: zero-padded to the page count, so names sort in order.
+    let mut pages: Vec<_> = std::fs::read_dir(scratch.path())?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|e| e == "png"))
+        .collect();
+    pages.sort();
+    let mut texts = Vec::new();
+    for page in &pages {
+        texts.push(read_page(page, tools)?);
+        // Pages are large; each goes once it is read.
+        std::fs::remove_file(page)?;
+    }
+    let text = texts
+        .iter()
+        .map(|text| text.trim())
+        .filter(|text| !text.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    Ok((text, pages.len()))
+}
+
+fn read_page(page: &Path, tools: &OcrTools) -> Result<String, LoadError> {
+    let read = run(Command::new(tools.reader).arg(page).arg("stdout"))?;
+    if !read.status.success() {
+        return Err(failed("tesseract", &read));
+    }
+    // Tesseract ends each page with a form feed.
+    Ok(String::from_utf8_lossy(&read.stdout).replace('\u{c}', ""))
+}
+
+/// Runs `command`; a program that is not installed means OCR is not available.
+fn run(command: &mut Command) -> Result<Output, LoadError> {
+    command.output().map_err(|error| match error.kind() {
+        io::ErrorKind::NotFound => LoadError::PdfNeedsOcr,
+        _ => LoadError::Io(error),
+    })
+}
+
+fn failed(program: &str, output: &Output) -> LoadError {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let last_line = stderr.lines().rev().find(|line| !line.trim().is_empty());
+    LoadError::CorruptPdf(
+        format!(
+            "{program} failed on it ({})",
+            last_line.unwrap_or("no message")
+        )
+        .into(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_programs_say_what_to_install() {
+        let tools = OcrTools {
+            rasterizer: "/nonexistent/pdftoppm",
+            reader: "tesseract",
+        };
+        let error = pdf_text(b"%PDF-1.4", &tools).unwrap_err();
+        assert!(matches!(error, LoadError::PdfNeedsOcr), "{error:?}");
+        assert_eq!(
+            error.to_string(),
+            "PDF has no text layer (scanned images?); install tesseract-ocr and poppler-utils \
+             to read it by OCR"
+        );
+    }
+}
