@@ -219,6 +219,10 @@ impl FileDialogs for NativeDialogs {
             .add_filter("JSON", &["json"])
             .save_file()
     }
+
+    fn open_path(&self, path: &Path) -> std::io::Result<()> {
+        opener::open(path).map_err(std::io::Error::other)
+    }
 }
 
 #[cfg(test)]

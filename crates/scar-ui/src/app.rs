@@ -1,6 +1,7 @@
 //! The app's state and how it moves: what the user wants (an index, a question, controls) is
 //! compared each frame with what the workers delivered, and the difference is sent to them.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -12,6 +13,7 @@ use scar_retrieve::{Prepared, Retriever, SearchReport};
 
 use crate::answer::Answering;
 use crate::conversation::{Asked, Rewriting};
+use crate::watching::Watch;
 use crate::worker::{Event, Pick, Wish, Worker};
 use crate::{Controls, Environment, FileDialogs, LibraryEntry, Result, Settings, UiError};
 
@@ -45,6 +47,10 @@ pub struct ScarApp {
     pub(crate) answers_started: u64,
     pub(crate) indexing: Option<Indexing>,
     pub(crate) last_indexing: Option<(PathBuf, IndexReport)>,
+    /// The watches over the library's sources, by index folder.
+    pub(crate) watches: HashMap<PathBuf, Watch>,
+    /// Entries whose files changed, waiting for an indexing run.
+    pub(crate) stale: Vec<PathBuf>,
     pub(crate) error: Option<UiError>,
     /// The document shown in the seam map and the chunk open in the reader.
     pub(crate) document: Option<u32>,
@@ -66,6 +72,8 @@ pub(crate) struct Indexing {
     pub dir: PathBuf,
     pub progress: IndexProgress,
     pub cancel: Arc<AtomicBool>,
+    /// Started by a watch, not by the user: the current index stays current.
+    pub automatic: bool,
 }
 
 /// Runs the controls' policy and the static ±1 baseline on a question's seeds.
@@ -109,6 +117,8 @@ impl ScarApp {
             answers_started: 0,
             indexing: None,
             last_indexing: None,
+            watches: HashMap::new(),
+            stale: Vec::new(),
             error: None,
             document: None,
             selected: None,
@@ -206,6 +216,8 @@ impl ScarApp {
         let ctx = ui.ctx().clone();
         self.receive(&ctx);
         self.take_dropped(&ctx);
+        self.keep_watching(&ctx);
+        self.index_stale(&ctx);
         self.start_work(&ctx);
         egui::Panel::top("question").show(ui, |ui| self.question_ui(ui));
         egui::Panel::bottom("status").show(ui, |ui| self.status_ui(ui));
@@ -240,6 +252,14 @@ impl ScarApp {
                 Event::AnswerText { id, piece } => self.answer_text(id, &piece),
                 Event::Answered { id, result } => self.answered(id, result),
                 Event::Rewritten { id, result } => self.rewritten(id, result),
+                Event::SourcesChanged(dir) => self.sources_changed(dir),
+                Event::WatchFailed(error) => self.error = Some(error),
+                Event::OpenFailed { path, error } => {
+                    self.error = Some(UiError::Open {
+                        path,
+                        source: error,
+                    });
+                }
                 Event::Picked(Pick::FolderToIndex, folder) => self.index_folder(ctx, &folder),
                 Event::Picked(Pick::ExistingIndex, dir) => self.open_index(dir),
                 Event::Picked(Pick::ExportPath, path) => {
@@ -342,7 +362,10 @@ impl ScarApp {
     }
 
     fn indexed(&mut self, dir: PathBuf, sources: Vec<PathBuf>, result: Result<IndexReport>) {
-        self.indexing = None;
+        let automatic = self
+            .indexing
+            .take()
+            .is_some_and(|indexing| indexing.automatic);
         match result {
             Ok(report) => {
                 match self.settings.library.iter_mut().find(|e| e.dir == dir) {
@@ -362,7 +385,9 @@ impl ScarApp {
                     self.evidence = None;
                     self.clear_answer();
                 }
-                self.select_index(dir.clone());
+                if !automatic {
+                    self.select_index(dir.clone());
+                }
                 self.last_indexing = Some((dir, report));
             }
             Err(error) => self.error = Some(error),
@@ -409,6 +434,7 @@ impl ScarApp {
             dir,
             progress: IndexProgress::default(),
             cancel,
+            automatic: false,
         });
     }
 
@@ -540,13 +566,16 @@ impl ScarApp {
         let index = retriever.index();
         crate::decisions::comparison_ui(ui, &evidence.report, &evidence.baseline);
         ui.separator();
-        crate::seam_map::seam_map_ui(
+        let open = crate::seam_map::seam_map_ui(
             ui,
             index,
             &evidence.report,
             &mut self.document,
             &mut self.selected,
         );
+        if let Some(path) = open {
+            self.worker.open_path(ui.ctx(), path);
+        }
         ui.separator();
         if let Some(id) =
             crate::decisions::decisions_ui(ui, index, &evidence.report, &evidence.prepared)

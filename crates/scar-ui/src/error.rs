@@ -31,6 +31,14 @@ pub enum UiError {
     /// A folder was dropped while another was being indexed.
     #[error("{} was not added: a folder is being indexed; drop it again when that is done", .0.display())]
     StillIndexing(std::path::PathBuf),
+    /// The system's viewer could not open a document or its folder.
+    #[error("cannot open {} in the system's viewer", .path.display())]
+    Open {
+        /// The file or folder.
+        path: std::path::PathBuf,
+        /// Why not.
+        source: std::io::Error,
+    },
     /// Export was asked for before any question was answered.
     #[error("there is no ledger to export yet: ask a question first")]
     NothingToExport,

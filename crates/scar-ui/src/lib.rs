@@ -3,7 +3,7 @@
 //! from a local chat model whose `[n]` citations open their chunks.
 //!
 //! This crate depends on egui only; a window (the `scar-app` binary, with eframe) hosts it and
-//! supplies native file dialogs through [`FileDialogs`]. Slow work (loading a model, embedding
+//! supplies native file dialogs, and opens files in the system's viewer, through [`FileDialogs`]. Slow work (loading a model, embedding
 //! a question, answering it, indexing a folder, a dialog) runs on worker threads that report
 //! back through a channel and wake the UI with `request_repaint`, so the window never blocks.
 //! Moving a policy control re-runs the policy on the question's cached seeds, embeddings and
@@ -17,6 +17,7 @@
 //! impl FileDialogs for NoDialogs {
 //!     fn pick_folder(&self, _title: &str) -> Option<PathBuf> { None }
 //!     fn pick_save_path(&self, _file_name: &str) -> Option<PathBuf> { None }
+//!     fn open_path(&self, _path: &Path) -> std::io::Result<()> { Ok(()) }
 //! }
 //!
 //! let mut app = ScarApp::new(Settings::default(), Environment::default(), NoDialogs);
@@ -38,6 +39,7 @@ mod error;
 mod library;
 mod seam_map;
 mod settings;
+mod watching;
 mod worker;
 
 use std::path::{Path, PathBuf};
@@ -75,13 +77,15 @@ impl Default for Environment {
     }
 }
 
-/// Native file dialogs, supplied by the window that hosts the UI. They are called on a worker
-/// thread, so they may block until the user answers.
+/// Native file dialogs, and the system's viewer, supplied by the window that hosts the UI. They
+/// are called on a worker thread, so they may block until the user answers.
 pub trait FileDialogs: Send + Sync + 'static {
     /// A folder, or `None` if the user cancelled.
     fn pick_folder(&self, title: &str) -> Option<PathBuf>;
     /// A file to write, proposing `file_name`; `None` if the user cancelled.
     fn pick_save_path(&self, file_name: &str) -> Option<PathBuf>;
+    /// Opens `path` with the system's default application; a folder opens in the file manager.
+    fn open_path(&self, path: &Path) -> std::io::Result<()>;
 }
 
 /// The last part of a path, for labels; the whole path when it has none.

@@ -1,6 +1,9 @@
 //! The seam map: a document as a strip of its chunks, the seams between them coloured by the
 //! continuity stored at indexing time and marked with where the cut fell, the question's seeds
-//! and neighbours marked on it, and a reader for the chunk clicked.
+//! and neighbours marked on it, and a reader for the chunk clicked, which opens its document in
+//! the system's viewer.
+
+use std::path::PathBuf;
 
 use egui::{Color32, RichText, Sense, Stroke, vec2};
 use scar_core::{ChunkId, SeamKind, Side};
@@ -70,15 +73,12 @@ pub(crate) fn seam_map_ui(
     report: &SearchReport,
     document: &mut Option<u32>,
     selected: &mut Option<ChunkId>,
-) {
+) -> Option<PathBuf> {
     let documents = index.documents();
-    let Some(shown) = documents
+    let shown = documents
         .iter()
         .find(|d| Some(d.slot) == *document)
-        .or_else(|| documents.first())
-    else {
-        return;
-    };
+        .or_else(|| documents.first())?;
     ui.horizontal(|ui| {
         ui.heading("Seam map");
         egui::ComboBox::from_label("document")
@@ -106,9 +106,26 @@ pub(crate) fn seam_map_ui(
             }
         });
     }
+    let mut open = None;
     if let Some(chunk) = selected.and_then(|id| index.chunk(id)) {
         ui.add_space(4.0);
         ui.horizontal_wrapped(|ui| {
+            let path = &chunk.document.path;
+            if ui
+                .small_button("Open")
+                .on_hover_text(format!("Open {} in its viewer", path.display()))
+                .clicked()
+            {
+                open = Some(path.clone());
+            }
+            if let Some(folder) = path.parent()
+                && ui
+                    .small_button("Show in folder")
+                    .on_hover_text(format!("Open {} in the file manager", folder.display()))
+                    .clicked()
+            {
+                open = Some(folder.to_owned());
+            }
             ui.strong(format!(
                 "{} ¶{}",
                 file_name(&chunk.document.path),
@@ -130,6 +147,7 @@ pub(crate) fn seam_map_ui(
                 ui.label(RichText::new(chunk.text.trim()).size(12.5))
             });
     }
+    open
 }
 
 fn cell_ui(

@@ -13,7 +13,7 @@ use scar_answer::{
     Answer, GenerationParams, LlmLocator, LoadOptions, LocalModel, Turn, standalone_question,
 };
 use scar_embed::{EmbedOptions, Embedder, ModelLocator};
-use scar_index::{Index, IndexOptions, IndexProgress, IndexReport, index_paths};
+use scar_index::{FolderWatch, Index, IndexOptions, IndexProgress, IndexReport, index_paths};
 use scar_retrieve::{FirstStage, Prepared, Retriever, SearchReport};
 
 use crate::{Environment, FileDialogs, UiError};
@@ -44,6 +44,15 @@ pub(crate) enum Event {
         result: Result<IndexReport, UiError>,
     },
     Picked(Pick, PathBuf),
+    /// Files under the sources of the index in this folder changed.
+    SourcesChanged(PathBuf),
+    /// A library entry's sources could not be watched.
+    WatchFailed(UiError),
+    /// The system's viewer could not open `path`.
+    OpenFailed {
+        path: PathBuf,
+        error: std::io::Error,
+    },
     /// A piece of answer `id`'s text, as the model produced it.
     AnswerText {
         id: u64,
@@ -231,6 +240,38 @@ impl Worker {
             };
             if let Some(path) = path {
                 reply.send(Event::Picked(pick, path));
+            }
+        });
+    }
+
+    /// Watches `sources` (indexed into `dir`) on its own thread until `stop` is set, reporting
+    /// each burst of changes.
+    pub fn watch(
+        &self,
+        ctx: &egui::Context,
+        dir: PathBuf,
+        sources: Vec<PathBuf>,
+        stop: Arc<AtomicBool>,
+    ) {
+        let reply = self.reply(ctx);
+        spawn("scar-watch", move || {
+            match FolderWatch::new(&sources, &dir) {
+                Ok(watch) => {
+                    while watch.next_burst(&stop).is_some() {
+                        reply.send(Event::SourcesChanged(dir.clone()));
+                    }
+                }
+                Err(error) => reply.send(Event::WatchFailed(error.into())),
+            }
+        });
+    }
+
+    /// Opens `path` in the system's viewer, on its own thread: a viewer may take its time.
+    pub fn open_path(&self, ctx: &egui::Context, path: PathBuf) {
+        let (reply, dialogs) = (self.reply(ctx), Arc::clone(&self.dialogs));
+        spawn("scar-open", move || {
+            if let Err(error) = dialogs.open_path(&path) {
+                reply.send(Event::OpenFailed { path, error });
             }
         });
     }

@@ -261,10 +261,7 @@ fn clicking_a_chunk_in_the_seam_map_opens_it_in_the_reader() {
 #[test]
 fn enter_asks_the_question_in_the_box() {
     let library = tempfile::tempdir().unwrap();
-    let picks = Picks {
-        folder: None,
-        save_path: None,
-    };
+    let picks = Picks::default();
     let mut app = ScarApp::new(Settings::default(), environment(library.path()), picks);
     app.open_index(example_index());
     let mut harness = harness(app);
@@ -286,8 +283,8 @@ fn the_ledger_exports_as_scar_search_json_prints_it() {
     let library = tempfile::tempdir().unwrap();
     let path = library.path().join("ledger.json");
     let picks = Picks {
-        folder: None,
         save_path: Some(path.clone()),
+        ..Picks::default()
     };
     let mut app = ScarApp::new(Settings::default(), environment(library.path()), picks);
     app.open_index(example_index());
@@ -447,10 +444,7 @@ fn a_missing_chat_model_is_reported_in_the_answer_panel() {
         .join("no-such-model.gguf")
         .display()
         .to_string();
-    let picks = Picks {
-        folder: None,
-        save_path: None,
-    };
+    let picks = Picks::default();
     let mut app = ScarApp::new(settings, environment(library.path()), picks);
     app.open_index(example_index());
     app.ask(KAYAK);
@@ -518,10 +512,7 @@ fn a_follow_up_is_rewritten_from_the_conversation_before_it_is_searched_for() {
             ..settings
         },
         environment(library.path()),
-        Picks {
-            folder: None,
-            save_path: None,
-        },
+        Picks::default(),
     );
     let mut harness = crate::common::harness(restarted);
     harness.run_steps(2);
@@ -532,4 +523,71 @@ fn a_follow_up_is_rewritten_from_the_conversation_before_it_is_searched_for() {
     harness.get_by_label("New").click();
     harness.run_steps(2);
     assert!(harness.state().conversation().is_empty());
+}
+
+#[test]
+fn the_reader_opens_its_document_and_the_folder_that_holds_it() {
+    let library = tempfile::tempdir().unwrap();
+    let picks = Picks::default();
+    let opened = std::sync::Arc::clone(&picks.opened);
+    let settings = Settings {
+        controls: one_seed(),
+        ..Settings::default()
+    };
+    let mut app = ScarApp::new(settings, environment(library.path()), picks);
+    app.open_index(example_index());
+    app.ask(KAYAK);
+    let mut harness = harness(app);
+    settle(&mut harness);
+    let seed = harness.state().report().unwrap().ledger.seeds[0].id;
+    let index = scar_index::Index::open(example_index()).unwrap();
+    let document = index.chunk(seed).unwrap().document.path.clone();
+    harness
+        .get_by_role_and_label(
+            Role::Button,
+            &format!("¶{}", index.chunk(seed).unwrap().ordinal),
+        )
+        .click();
+    harness.run_steps(2);
+
+    let wait_for = |count: usize| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while opened.lock().unwrap().len() < count {
+            assert!(std::time::Instant::now() < deadline, "nothing was opened");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    };
+    harness.get_by_label("Open").click();
+    harness.run_steps(1);
+    wait_for(1);
+    harness.get_by_label("Show in folder").click();
+    harness.run_steps(1);
+    wait_for(2);
+    assert_eq!(
+        *opened.lock().unwrap(),
+        [document.clone(), document.parent().unwrap().to_owned()]
+    );
+}
+
+#[test]
+fn a_library_entry_follows_files_added_to_and_removed_from_its_folder() {
+    let library = tempfile::tempdir().unwrap();
+    let papers = folder_with_handbook(library.path(), "papers");
+    let mut harness = first_start(library.path(), Some(papers.clone()));
+    harness.get_by_label("➕ Add folder…").click();
+    step_until(&mut harness, |harness| {
+        !harness.state().settings().library.is_empty() && !harness.state().is_busy()
+    });
+    let dir = harness.state().settings().library[0].dir.clone();
+    let documents = |dir: &std::path::Path| scar_index::Index::open(dir).unwrap().documents().len();
+    assert_eq!(documents(&dir), 1);
+
+    std::fs::write(papers.join("tides.md"), "# Tides\n\nHigh water at six.").unwrap();
+    step_until(&mut harness, |_| documents(&dir) == 2);
+    std::fs::remove_file(papers.join("ferry-handbook.md")).unwrap();
+    step_until(&mut harness, |_| documents(&dir) == 1);
+    settle(&mut harness);
+    // A run the watch started leaves the current index where it was, open again.
+    assert_eq!(harness.state().settings().current.as_ref(), Some(&dir));
+    harness.get_by_label_contains("0 added, 0 updated, 1 removed");
 }

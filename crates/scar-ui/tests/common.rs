@@ -1,4 +1,5 @@
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use egui_kittest::Harness;
@@ -19,10 +20,13 @@ pub fn environment(library_dir: &Path) -> Environment {
     }
 }
 
-/// Dialogs that answer with fixed paths, as a user would pick them.
+/// Dialogs that answer with fixed paths, as a user would pick them, and a viewer that notes
+/// what it was asked to open.
+#[derive(Default)]
 pub struct Picks {
     pub folder: Option<PathBuf>,
     pub save_path: Option<PathBuf>,
+    pub opened: Arc<Mutex<Vec<PathBuf>>>,
 }
 
 impl FileDialogs for Picks {
@@ -32,6 +36,11 @@ impl FileDialogs for Picks {
 
     fn pick_save_path(&self, _file_name: &str) -> Option<PathBuf> {
         self.save_path.clone()
+    }
+
+    fn open_path(&self, path: &Path) -> std::io::Result<()> {
+        self.opened.lock().unwrap().push(path.to_owned());
+        Ok(())
     }
 }
 
@@ -47,7 +56,7 @@ pub fn harness(app: ScarApp) -> Harness<'static, ScarApp> {
 pub fn first_start(library: &Path, folder: Option<PathBuf>) -> Harness<'static, ScarApp> {
     let picks = Picks {
         folder,
-        save_path: None,
+        ..Picks::default()
     };
     let app = ScarApp::new(
         Settings::default(),
@@ -92,10 +101,7 @@ pub fn asked_kayak(controls: Controls, library_dir: &Path) -> Harness<'static, S
         controls,
         ..Settings::default()
     };
-    let picks = Picks {
-        folder: None,
-        save_path: None,
-    };
+    let picks = Picks::default();
     let mut app = ScarApp::new(settings, environment(library_dir), picks);
     app.open_index(example_index());
     app.ask(KAYAK);
