@@ -54,17 +54,19 @@ fn rewrite_prompt(earlier: &[Turn], follow_up: &str) -> Prompt {
     }
 }
 
-/// `follow_up` as a question that stands alone: rewritten by `generator` when there are
-/// `earlier` turns, unchanged when there are none (or when the model returns nothing usable).
+/// `follow_up` as a question that stands alone: unchanged when there are no `earlier` turns,
+/// else rewritten by `generator`. A reply that is not a question (small models often answer
+/// instead of rewriting) is not searched for: the last question searched for and the follow-up
+/// together are, which keeps what the follow-up refers to in the query.
 pub fn standalone_question(
     generator: &mut dyn Generator,
     earlier: &[Turn],
     follow_up: &str,
 ) -> Result<String> {
     let follow_up = follow_up.trim();
-    if earlier.is_empty() {
+    let Some(last) = earlier.last() else {
         return Ok(follow_up.to_owned());
-    }
+    };
     let params = GenerationParams {
         max_tokens: REWRITE_TOKENS,
         ..GenerationParams::default()
@@ -73,7 +75,8 @@ pub fn standalone_question(
         generator.generate(&rewrite_prompt(earlier, follow_up), &params, &mut |_| {
             ControlFlow::Continue(())
         })?;
-    Ok(clean_rewrite(&generation.text).unwrap_or_else(|| follow_up.to_owned()))
+    let rewrite = clean_rewrite(&generation.text).filter(|question| question.ends_with('?'));
+    Ok(rewrite.unwrap_or_else(|| format!("{} {follow_up}", last.standalone.trim())))
 }
 
 /// The question in a model's reply: its first non-empty line, without a label or quotes it
@@ -170,13 +173,15 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_reply_keeps_the_question_as_asked() {
-        let mut model = Scripted {
-            reply: " \n \"\" ",
-            prompts: Vec::new(),
-        };
+    fn a_reply_that_is_no_question_gives_way_to_the_last_question_and_the_follow_up() {
         let earlier = [turn("What does a kayak cost?", "8 euros.")];
-        let question = standalone_question(&mut model, &earlier, "And a car?").unwrap();
-        assert_eq!(question, "And a car?");
+        for reply in [" \n \"\" ", "The answer is: 35 euros."] {
+            let mut model = Scripted {
+                reply,
+                prompts: Vec::new(),
+            };
+            let question = standalone_question(&mut model, &earlier, "And a car?").unwrap();
+            assert_eq!(question, "What does a kayak cost? And a car?", "{reply:?}");
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! `scar-app`: the SCAR desktop app, scar-ui in an eframe window with native file dialogs.
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -26,9 +27,13 @@ struct Args {
     /// Open this index (adding it to the library)
     #[arg(long, value_name = "DIR")]
     index: Option<PathBuf>,
-    /// Ask this question once the index is open
+    /// Ask this question once the index is open; given again, the next one is asked once the
+    /// last has its evidence (with --answer, its answer), as a conversation continues
     #[arg(long, value_name = "QUESTION")]
-    ask: Option<String>,
+    ask: Vec<String>,
+    /// Answer each question asked with --ask with the chat model before the next
+    #[arg(long)]
+    answer: bool,
     /// Once the decisions are shown, save the window as a PNG and exit. Such a run starts from
     /// the default settings and saves none, so that it looks the same wherever it runs.
     #[arg(long, value_name = "PNG")]
@@ -83,11 +88,13 @@ fn main() -> Result<()> {
             if let Some(index) = args.index {
                 app.open_index(index);
             }
-            if let Some(question) = args.ask {
-                app.ask(question);
-            }
             Ok(Box::new(Window {
                 app,
+                script: Script {
+                    questions: args.ask.into(),
+                    answer: args.answer,
+                    answering: false,
+                },
                 screenshot: screenshot.map(|path| Screenshot::new(path, outcome)),
             }))
         }),
@@ -103,13 +110,52 @@ fn main() -> Result<()> {
 
 struct Window {
     app: ScarApp,
+    script: Script,
     screenshot: Option<Screenshot>,
+}
+
+/// The questions of `--ask`, asked in turn: each once the app has settled on the last one's
+/// evidence and, with `--answer`, its answer.
+struct Script {
+    questions: VecDeque<String>,
+    answer: bool,
+    /// The last question's answer has been started.
+    answering: bool,
+}
+
+impl Script {
+    /// Moves the script on when the app is idle; true once every question is done, or once
+    /// something failed (asking on would clear the error that says what).
+    fn step(&mut self, ctx: &egui::Context, app: &mut ScarApp) -> bool {
+        if app.is_busy() || app.is_answering() {
+            return false;
+        }
+        if app.error().is_some() {
+            return true;
+        }
+        if self.answer && !self.answering && app.report().is_some() {
+            self.answering = true;
+            app.start_answer(ctx);
+            return false;
+        }
+        let Some(question) = self.questions.pop_front() else {
+            return true;
+        };
+        self.answering = false;
+        app.ask(question);
+        // The next frame starts the work the question asks for.
+        ctx.request_repaint();
+        false
+    }
 }
 
 impl eframe::App for Window {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         self.app.ui(ui);
-        if let Some(screenshot) = &mut self.screenshot {
+        let done = self.script.step(ui.ctx(), &mut self.app);
+        if let Some(screenshot) = &mut self.screenshot
+            && done
+        {
             screenshot.after_frame(ui.ctx(), &self.app);
         }
     }

@@ -69,13 +69,20 @@ fn run(mut command: Command, log: &Path) -> ExitStatus {
     }
 }
 
-/// Asks the kayak question in `index` and screenshots the window into `png`, under Xvfb: the
-/// exit status and stderr, or `None` when there is no display to run on.
-fn screenshot(home: &Path, index: &Path, png: &Path) -> Option<(ExitStatus, String)> {
+/// Asks the kayak question in `index` (then does what `more` says) and screenshots the window
+/// into `png`, under Xvfb: the exit status and stderr, or `None` when there is no display.
+fn screenshot(
+    home: &Path,
+    index: &Path,
+    more: &[&str],
+    png: &Path,
+) -> Option<(ExitStatus, String)> {
     let mut app = scar_app(home);
     app.arg("--index")
         .arg(index)
-        .args(["--ask", KAYAK, "--screenshot"])
+        .args(["--ask", KAYAK])
+        .args(more)
+        .arg("--screenshot")
         .arg(png);
     let command = under_xvfb(&app)?;
     let log = home.join("stderr.log");
@@ -98,13 +105,32 @@ fn help_documents_the_screenshot_flags() {
 fn a_screenshot_run_shows_the_decisions_in_a_real_window() {
     let home = tempfile::tempdir().unwrap();
     let png = home.path().join("decisions.png");
-    let Some((status, stderr)) = screenshot(home.path(), scar_test_support::example_index(), &png)
+    let Some((status, stderr)) =
+        screenshot(home.path(), scar_test_support::example_index(), &[], &png)
     else {
         return;
     };
     assert!(status.success(), "scar-app failed:\n{stderr}");
+    assert_drawn(&png);
+}
 
-    let image = image::open(&png).unwrap().to_rgba8();
+#[test]
+fn a_screenshot_run_can_hold_a_conversation_first() {
+    let home = tempfile::tempdir().unwrap();
+    let png = home.path().join("conversation.png");
+    let more = ["--answer", "--ask", "And for a car?"];
+    let Some((status, stderr)) =
+        screenshot(home.path(), scar_test_support::example_index(), &more, &png)
+    else {
+        return;
+    };
+    assert!(status.success(), "scar-app failed:\n{stderr}");
+    assert_drawn(&png);
+}
+
+/// Checks that `png` is a whole window with something drawn in it.
+fn assert_drawn(png: &Path) {
+    let image = image::open(png).unwrap().to_rgba8();
     assert_eq!(image.dimensions(), WINDOW);
     let colours: HashSet<[u8; 4]> = image.pixels().map(|p| p.0).collect();
     assert!(colours.len() > 100, "only {} colours", colours.len());
@@ -125,10 +151,12 @@ fn a_screenshot_run_without_decisions_fails_and_says_why() {
     let home = tempfile::tempdir().unwrap();
     let missing = home.path().join("no-such-index");
     let png = home.path().join("nothing.png");
-    let Some((status, stderr)) = screenshot(home.path(), &missing, &png) else {
+    let Some((status, stderr)) = screenshot(home.path(), &missing, &[], &png) else {
         return;
     };
     assert!(!status.success());
     assert!(stderr.contains("no decisions to capture"), "{stderr}");
+    // The reason names the index that could not be opened.
+    assert!(stderr.contains("no-such-index"), "{stderr}");
     assert!(!png.exists());
 }
