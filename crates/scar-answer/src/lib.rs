@@ -24,6 +24,7 @@ mod local;
 mod locate;
 mod prompt;
 mod remote;
+mod stores;
 mod template;
 
 use std::ops::ControlFlow;
@@ -37,6 +38,7 @@ pub use local::{LoadOptions, LocalModel};
 pub use locate::{DEFAULT_LLM, KNOWN_LLMS, KnownLlm, LlmLocator};
 pub use prompt::{AnswerPiece, Citations, Prompt, Source, answer_pieces};
 pub use remote::{RemoteModel, RemoteOptions};
+pub use stores::{ModelStores, Store, StoredLlm};
 pub use template::ChatTemplate;
 
 /// How to sample an answer.

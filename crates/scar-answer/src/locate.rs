@@ -1,11 +1,12 @@
 //! Where a chat model's GGUF file is: a file, a folder, `models/<name>/`, the Hugging Face cache,
-//! or a download through hf-hub.
+//! another tool's store (Ollama, LM Studio), or a download through hf-hub.
 
 use std::path::{Path, PathBuf};
 
 use scar_embed::locate::{Found, HubFiles, LocateError, ModelSearch};
 
-use crate::{AnswerError, Result};
+use crate::stores::is_store_name;
+use crate::{AnswerError, ModelStores, Result};
 
 /// The chat model used when none is named: small enough for any laptop.
 pub const DEFAULT_LLM: &str = "SmolLM2-135M-Instruct";
@@ -35,11 +36,14 @@ pub const KNOWN_LLMS: &[KnownLlm] = &[KnownLlm {
 ///
 /// A name is a `.gguf` file, a folder holding one, a known short name (looked up in
 /// `models_dir/<name>/`, then the Hugging Face cache, then downloaded at its pinned revision),
-/// or `org/repo:file.gguf` for any file on the hub (revision `main`). The search after the
-/// explicit file or folder is the embedding models' [`ModelSearch`].
+/// `org/repo:file.gguf` for any file on the hub (revision `main`), or a model another tool
+/// downloaded (`ollama:NAME:TAG`, `lmstudio:publisher/repo/file.gguf`, or an Ollama name such
+/// as `qwen2.5:7b`), used where it is. The search after the explicit file or folder is the
+/// embedding models' [`ModelSearch`].
 #[derive(Debug, Clone)]
 pub struct LlmLocator {
     search: ModelSearch,
+    stores: ModelStores,
 }
 
 impl LlmLocator {
@@ -49,6 +53,7 @@ impl LlmLocator {
     pub fn from_env(models_dir: impl Into<PathBuf>) -> Self {
         Self {
             search: ModelSearch::from_env(models_dir),
+            stores: ModelStores::from_env(),
         }
     }
 
@@ -57,7 +62,14 @@ impl LlmLocator {
     pub fn offline(self, offline: bool) -> Self {
         Self {
             search: self.search.offline(offline),
+            ..self
         }
+    }
+
+    /// Looks in these stores instead of the user's.
+    #[must_use]
+    pub fn with_stores(self, stores: ModelStores) -> Self {
+        Self { stores, ..self }
     }
 
     /// The GGUF file for `name`, downloading it when it is missing and downloads are allowed.
@@ -69,7 +81,13 @@ impl LlmLocator {
         if explicit.is_dir() {
             return single_gguf(explicit);
         }
-        let (folder, repo, revision, file) = self.hub_coordinates(name)?;
+        if is_store_name(name) {
+            return self.stores.locate(name);
+        }
+        let (folder, repo, revision, file) = match self.hub_coordinates(name) {
+            Ok(coordinates) => coordinates,
+            Err(error) => return self.stores.find(name).map(|model| model.path).ok_or(error),
+        };
         let hub = HubFiles {
             repo,
             revision,
@@ -113,13 +131,14 @@ impl LlmLocator {
             _ => Err(AnswerError::ModelNotFound {
                 model: name.to_owned(),
                 searched: format!(
-                    "no such file or folder, and not a known model ({}) or an org/repo:file.gguf \
-                     reference; models folder {}",
+                    "no such file or folder, and not a known model ({}), an org/repo:file.gguf \
+                     reference or a model in {}; models folder {}",
                     KNOWN_LLMS
                         .iter()
                         .map(|m| m.name)
                         .collect::<Vec<_>>()
                         .join(", "),
+                    self.stores.describe(),
                     self.search.models_dir().display()
                 ),
             }),
@@ -163,6 +182,7 @@ mod tests {
             search: ModelSearch::from_env(models)
                 .with_hub_cache(cache)
                 .offline(true),
+            stores: ModelStores::default(),
         }
     }
 

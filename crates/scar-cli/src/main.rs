@@ -84,10 +84,13 @@ enum Command {
     },
     /// Show what an index holds, one chunk, or check its consistency
     Inspect(inspect_command::InspectArgs),
-    /// List or fetch embedding models
+    /// List the models (embedding, chat, and those Ollama and LM Studio downloaded), or fetch one
     Models {
         #[command(subcommand)]
-        action: models_command::ModelsAction,
+        action: Option<models_command::ModelsAction>,
+        /// Print the list as JSON
+        #[arg(long)]
+        json: bool,
     },
     /// Evaluate every policy on a LegalBench-RAG benchmark: recall, chunks, tokens, bootstrap
     Eval(eval_command::EvalArgs),
@@ -155,7 +158,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => search_command::run(&settings, &query, json, full),
         Command::Ask { query, json, .. } => ask_command::run(&settings, &query, json),
         Command::Inspect(args) => inspect_command::run(&settings, &args),
-        Command::Models { action } => models_command::run(&settings, &action),
+        Command::Models { action, json } => models_command::run(&settings, action.as_ref(), json),
         Command::Eval(args) => eval_command::run(&settings, &args),
         Command::Serve(args) => serve_command::serve(&settings, &args),
         Command::Mcp(args) => serve_command::mcp(&settings, &args),

@@ -1,47 +1,55 @@
-//! `scar models list|fetch`.
+//! `scar models [list|fetch]`.
 
 use std::process::ExitCode;
 
 use anyhow::Result;
+use scar_answer::{DEFAULT_LLM, KNOWN_LLMS, LlmLocator, ModelStores, StoredLlm};
 use scar_core::ErrorChain;
 use scar_embed::{KNOWN_MODELS, ModelLocator};
+use serde::Serialize;
 
 use crate::settings::Settings;
 
-#[derive(Debug, clap::Subcommand)]
+#[derive(Debug, Default, clap::Subcommand)]
 pub enum ModelsAction {
-    /// List the models the tool knows and whether each is installed
+    /// List the embedding and chat models the tool knows, whether each is installed, and the
+    /// chat models Ollama and LM Studio downloaded (the default)
+    #[default]
     List,
-    /// Download a model through the Hugging Face hub at its pinned revision
+    /// Download an embedding model through the Hugging Face hub at its pinned revision
     Fetch {
         /// Hub id or short name [default: the `model` setting]
         name: Option<String>,
     },
 }
 
-pub fn run(settings: &Settings, action: &ModelsAction) -> Result<ExitCode> {
-    let locator = ModelLocator::from_env(&settings.models_dir.value);
-    match action {
+/// One model as `scar models --json` lists it.
+#[derive(Debug, Serialize)]
+struct Listed {
+    name: String,
+    /// `embedding` or `chat`.
+    kind: &'static str,
+    default: bool,
+    /// The file or folder it is at, when installed.
+    path: Option<String>,
+    /// `installed`, `not installed`, `broken: …`, or where a stored model came from.
+    status: String,
+    /// For a chat model: whether this build can run it.
+    runs: Option<bool>,
+}
+
+pub fn run(settings: &Settings, action: Option<&ModelsAction>, json: bool) -> Result<ExitCode> {
+    match action.unwrap_or(&ModelsAction::List) {
         ModelsAction::List => {
-            for model in KNOWN_MODELS {
-                let place = match locator.find_local(model.id) {
-                    Some(Ok(files)) => format!("installed at {}", files.dir.display()),
-                    Some(Err(error)) => format!("broken: {}", ErrorChain(&error)),
-                    None => "not installed".to_owned(),
-                };
-                let default = if model.id == scar_embed::DEFAULT_MODEL {
-                    " (default)"
-                } else {
-                    ""
-                };
-                outln!(
-                    "{}{default}\n    revision {}\n    {place}",
-                    model.id,
-                    model.revision
-                );
+            let listed = list(settings);
+            if json {
+                outln!("{}", serde_json::to_string_pretty(&listed)?);
+            } else {
+                print_list(&listed)?;
             }
         }
         ModelsAction::Fetch { name } => {
+            let locator = ModelLocator::from_env(&settings.models_dir.value);
             let name = name.as_deref().unwrap_or(&settings.model.value);
             let files = match locator.find_local(name) {
                 Some(found) => found?,
@@ -51,4 +59,87 @@ pub fn run(settings: &Settings, action: &ModelsAction) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn list(settings: &Settings) -> Vec<Listed> {
+    let embedders = ModelLocator::from_env(&settings.models_dir.value);
+    let mut listed: Vec<Listed> = KNOWN_MODELS
+        .iter()
+        .map(|model| {
+            let (path, status) = match embedders.find_local(model.id) {
+                Some(Ok(files)) => (
+                    Some(files.dir.display().to_string()),
+                    "installed".to_owned(),
+                ),
+                Some(Err(error)) => (None, format!("broken: {}", ErrorChain(&error))),
+                None => (None, "not installed".to_owned()),
+            };
+            Listed {
+                name: model.id.to_owned(),
+                kind: "embedding",
+                default: model.id == scar_embed::DEFAULT_MODEL,
+                path,
+                status,
+                runs: None,
+            }
+        })
+        .collect();
+    let chats = LlmLocator::from_env(&settings.models_dir.value).offline(true);
+    listed.extend(KNOWN_LLMS.iter().map(|model| {
+        let (path, status) = match chats.locate(model.name) {
+            Ok(path) => (Some(path.display().to_string()), "installed".to_owned()),
+            Err(_) => (None, "not installed".to_owned()),
+        };
+        Listed {
+            name: model.name.to_owned(),
+            kind: "chat",
+            default: model.name == DEFAULT_LLM,
+            path,
+            status,
+            runs: Some(true),
+        }
+    }));
+    listed.extend(ModelStores::from_env().list().into_iter().map(stored));
+    listed
+}
+
+fn stored(model: StoredLlm) -> Listed {
+    let from = match model.store {
+        scar_answer::Store::Ollama => "Ollama",
+        scar_answer::Store::LmStudio => "LM Studio",
+    };
+    let architecture = model.architecture.as_deref().unwrap_or("unreadable header");
+    Listed {
+        runs: Some(model.is_supported()),
+        status: format!(
+            "downloaded by {from}, {:.1} GB, architecture {architecture}",
+            model.bytes as f64 / 1e9
+        ),
+        name: model.name,
+        kind: "chat",
+        default: false,
+        path: Some(model.path.display().to_string()),
+    }
+}
+
+fn print_list(listed: &[Listed]) -> Result<()> {
+    for (kind, title) in [
+        ("embedding", "Embedding models (--model)"),
+        ("chat", "Chat models (--llm)"),
+    ] {
+        outln!("{title}");
+        for model in listed.iter().filter(|m| m.kind == kind) {
+            let default = if model.default { " (default)" } else { "" };
+            let runs = if model.runs == Some(false) {
+                "; not supported by this build yet"
+            } else {
+                ""
+            };
+            outln!("  {}{default}\n      {}{runs}", model.name, model.status);
+            if let Some(path) = &model.path {
+                outln!("      {path}");
+            }
+        }
+    }
+    Ok(())
 }

@@ -88,3 +88,64 @@ fn a_server_that_redirects_elsewhere_is_refused() {
     );
     assert!(elsewhere.requests().is_empty(), "the redirect was followed");
 }
+
+/// A home whose Ollama store holds the test chat model as `smollm2:135m`, its blob a link to
+/// the file in models/, as Ollama lays out what it pulls.
+fn home_with_ollama_model() -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    let store = home.path().join(".ollama/models");
+    let gguf = crate::common::workspace()
+        .join("models/SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf");
+    let digest = "sha256:4f1c5b9e".to_owned() + &"0".repeat(56);
+    std::fs::create_dir_all(store.join("blobs")).unwrap();
+    std::os::unix::fs::symlink(&gguf, store.join("blobs").join(digest.replace(':', "-"))).unwrap();
+    let manifests = store.join("manifests/registry.ollama.ai/library/smollm2");
+    std::fs::create_dir_all(&manifests).unwrap();
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+        "layers": [
+            {"mediaType": "application/vnd.ollama.image.model", "digest": digest, "size": 1},
+            {"mediaType": "application/vnd.ollama.image.template", "digest": "sha256:01", "size": 1},
+        ],
+    });
+    std::fs::write(manifests.join("135m"), manifest.to_string()).unwrap();
+    home
+}
+
+#[test]
+fn a_model_ollama_downloaded_is_listed_and_answers_in_place() {
+    let home = home_with_ollama_model();
+    let listed = run(scar(example_index())
+        .env("HOME", home.path())
+        .env_remove("OLLAMA_MODELS")
+        .args(["models", "--json"]));
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let ollama = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "ollama:smollm2:135m")
+        .unwrap_or_else(|| panic!("not listed: {listed}"));
+    assert_eq!(ollama["kind"], "chat");
+    assert_eq!(ollama["runs"], true);
+    assert!(ollama["status"].as_str().unwrap().contains("architecture llama"), "{ollama}");
+
+    for name in ["ollama:smollm2:135m", "smollm2:135m"] {
+        let output = run(scar(example_index())
+            .env("HOME", home.path())
+            .env_remove("OLLAMA_MODELS")
+            .args(["ask", QUESTION, "--k", "1", "--max-tokens", "8", "--json", "--llm", name]));
+        let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let model = value["answer"]["model"].as_str().unwrap();
+        // The blob itself answered: nothing was copied or downloaded.
+        assert!(model.contains("sha256-4f1c5b9e"), "{name}: {model}");
+    }
+    fails_with(
+        scar(example_index())
+            .env("HOME", home.path())
+            .env_remove("OLLAMA_MODELS")
+            .args(["ask", QUESTION, "--llm", "ollama:mistral:7b"]),
+        "Ollama's store",
+    );
+}
