@@ -55,6 +55,9 @@ pub enum AnswerError {
         /// The error of the tokenizers crate that refused it, if one did.
         source: Option<tokenizers::Error>,
     },
+    /// The answer's sentences could not be embedded to find their sources.
+    #[error("embedding the answer's sentences to find their sources failed")]
+    Attribution(#[source] Box<scar_embed::EmbedError>),
     /// Tokenizing or decoding failed.
     #[error("the tokenizer failed")]
     Tokenizer(#[source] tokenizers::Error),

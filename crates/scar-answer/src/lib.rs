@@ -17,6 +17,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod attribution;
 mod conversation;
 mod error;
 mod gguf_tokenizer;
@@ -32,6 +33,7 @@ use std::ops::ControlFlow;
 use scar_retrieve::SearchReport;
 use serde::{Deserialize, Serialize};
 
+pub use attribution::{FOUND_SHARE, SentenceSupport};
 pub use conversation::{Turn, standalone_question};
 pub use error::{AnswerError, Result};
 pub use local::{LoadOptions, LocalModel};
@@ -130,7 +132,7 @@ pub trait Generator: Send {
 }
 
 /// Version of the JSON layout of [`AnswerReport`] (`scar ask --json`, the server's answers).
-pub const ANSWER_SCHEMA_VERSION: &str = "scar.answer/2";
+pub const ANSWER_SCHEMA_VERSION: &str = "scar.answer/3";
 
 /// A question answered: the search whose context was sent, the answer, and what static ±1's
 /// context from the same seeds would have cost, in the layout [`ANSWER_SCHEMA_VERSION`].
@@ -175,6 +177,10 @@ pub struct Answer {
     pub generation: Generation,
     /// The sources cited by `[n]`.
     pub citations: Citations,
+    /// Each sentence with the source found to support it ([`Answer::attribute`]); empty until
+    /// then.
+    #[serde(default)]
+    pub attribution: Vec<SentenceSupport>,
 }
 
 impl Answer {
@@ -193,7 +199,15 @@ impl Answer {
             prompt,
             generation,
             citations,
+            attribution: Vec::new(),
         })
+    }
+
+    /// Traces each sentence of the answer to the source that supports it best, with the
+    /// embedding model and index of `retriever` (the ones the context came from).
+    pub fn attribute(&mut self, retriever: &scar_retrieve::Retriever) -> Result<()> {
+        self.attribution = attribution::attribute(&self.generation.text, &self.prompt, retriever)?;
+        Ok(())
     }
 
     /// One line for a person: `prompt` (the caller's account of the prompt's size), then the

@@ -146,7 +146,7 @@ pub fn answer_pieces(text: &str) -> Vec<AnswerPiece<'_>> {
 }
 
 /// Every number cited, in order.
-fn cited_numbers(text: &str) -> Vec<usize> {
+pub(crate) fn cited_numbers(text: &str) -> Vec<usize> {
     answer_pieces(text)
         .into_iter()
         .filter_map(|piece| match piece {

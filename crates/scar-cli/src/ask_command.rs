@@ -41,7 +41,7 @@ pub fn run(settings: &Settings, query: &str, json: bool) -> Result<ExitCode> {
     }
     let mut stdout = std::io::stdout();
     let mut write_error = None;
-    let answer = Answer::generate(generator.as_mut(), &report, &params, &mut |piece| {
+    let mut answer = Answer::generate(generator.as_mut(), &report, &params, &mut |piece| {
         if json {
             return ControlFlow::Continue(());
         }
@@ -57,11 +57,13 @@ pub fn run(settings: &Settings, query: &str, json: bool) -> Result<ExitCode> {
     if let Some(error) = write_error {
         return Err(error.into());
     }
+    answer.attribute(&retriever)?;
     if json {
         let output = AnswerReport::new(report, answer, baseline_prompt_tokens);
         outln!("{}", serde_json::to_string_pretty(&output)?);
     } else {
         print_sources(&answer)?;
+        print_attribution(&answer)?;
         outln!("{}", style(summary(&answer, baseline_prompt_tokens)).dim());
     }
     Ok(ExitCode::SUCCESS)
@@ -115,6 +117,55 @@ fn print_sources(answer: &Answer) -> Result<()> {
             ))
             .yellow()
         );
+    }
+    Ok(())
+}
+
+/// Each sentence with the source found to support it: found by SCAR from the words and the
+/// embedding it shares with the chunk, not written by the model.
+fn print_attribution(answer: &Answer) -> Result<()> {
+    if answer.attribution.is_empty() {
+        return Ok(());
+    }
+    outln!(
+        "\n{} {}",
+        style("sentences").bold().underlined(),
+        style(
+            "(sources found by comparing each sentence with the context, not cited by the model)"
+        )
+        .dim()
+    );
+    for support in &answer.attribution {
+        let shares = format!(
+            "shares {:.0}% of its words, cos {:.2}",
+            support.shared_words * 100.0,
+            support.similarity
+        );
+        let verdict = if support.found {
+            style(format!("found in [{}] ({shares})", support.source))
+                .green()
+                .to_string()
+        } else {
+            style(format!(
+                "not found in the sources (closest [{}]: {shares})",
+                support.source
+            ))
+            .yellow()
+            .to_string()
+        };
+        outln!("  {}\n    {verdict}", inert(&support.text));
+        if support.disagrees() {
+            let cited: Vec<String> = support.cited.iter().map(|n| format!("[{n}]")).collect();
+            outln!(
+                "    {}",
+                style(format!(
+                    "the model cites {}, but the sentence reads as [{}]",
+                    cited.join(" "),
+                    support.source
+                ))
+                .yellow()
+            );
+        }
     }
     Ok(())
 }

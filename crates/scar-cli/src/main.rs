@@ -78,7 +78,7 @@ enum Command {
         search: SearchFlags,
         #[command(flatten)]
         answer: AnswerFlags,
-        /// Print the search report and the answer as JSON (schema scar.answer/2, docs/JSON.md)
+        /// Print the search report and the answer as JSON (schema scar.answer/3, docs/JSON.md)
         #[arg(long)]
         json: bool,
     },

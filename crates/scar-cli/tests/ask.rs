@@ -10,7 +10,7 @@ const QUESTION: &str = "What does it cost to take my kayak on the ferry?";
 fn answers_from_the_scar_context_with_a_smaller_prompt_than_static() {
     let output = run(scar(example_index()).args(["ask", QUESTION, "--k", "1", "--json"]));
     let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(value["schema"], "scar.answer/2");
+    assert_eq!(value["schema"], "scar.answer/3");
     let answer = &value["answer"];
     assert_eq!(answer["generation"]["stop"], "end_of_turn", "{answer}");
     assert!(
@@ -129,13 +129,29 @@ fn a_model_ollama_downloaded_is_listed_and_answers_in_place() {
         .unwrap_or_else(|| panic!("not listed: {listed}"));
     assert_eq!(ollama["kind"], "chat");
     assert_eq!(ollama["runs"], true);
-    assert!(ollama["status"].as_str().unwrap().contains("architecture llama"), "{ollama}");
+    assert!(
+        ollama["status"]
+            .as_str()
+            .unwrap()
+            .contains("architecture llama"),
+        "{ollama}"
+    );
 
     for name in ["ollama:smollm2:135m", "smollm2:135m"] {
         let output = run(scar(example_index())
             .env("HOME", home.path())
             .env_remove("OLLAMA_MODELS")
-            .args(["ask", QUESTION, "--k", "1", "--max-tokens", "8", "--json", "--llm", name]));
+            .args([
+                "ask",
+                QUESTION,
+                "--k",
+                "1",
+                "--max-tokens",
+                "8",
+                "--json",
+                "--llm",
+                name,
+            ]));
         let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
         let model = value["answer"]["model"].as_str().unwrap();
         // The blob itself answered: nothing was copied or downloaded.
@@ -147,5 +163,60 @@ fn a_model_ollama_downloaded_is_listed_and_answers_in_place() {
             .env_remove("OLLAMA_MODELS")
             .args(["ask", QUESTION, "--llm", "ollama:mistral:7b"]),
         "Ollama's store",
+    );
+}
+
+#[test]
+fn each_sentence_is_traced_to_its_source_or_flagged() {
+    // One sentence the handbook says, one it does not; the first cites a number that is not
+    // where it is found when the context holds more than one chunk.
+    let fee_text =
+        "An unbooked kayak is only carried if there is room, and then its fee is doubled [9].";
+    let answer = format!("{fee_text} Dolphins swim beside the ferry every Tuesday morning.");
+    let server = CannedServer::start(vec![event_stream(&[&answer])]);
+    let output = run(scar(example_index())
+        .args(["ask", QUESTION, "--json", "--llm-url"])
+        .arg(server.url("/v1")));
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let sources = value["answer"]["prompt"]["sources"].as_array().unwrap();
+    let chunks = value["search"]["chunks"].as_array().unwrap();
+    let text_of = |number: u64| {
+        let id = &sources[number as usize - 1]["chunk"];
+        chunks.iter().find(|c| &c["id"] == id).unwrap()["text"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let attribution = value["answer"]["attribution"].as_array().unwrap();
+    assert_eq!(attribution.len(), 2, "{attribution:?}");
+    let (fee, dolphins) = (&attribution[0], &attribution[1]);
+    assert_eq!(fee["found"], true, "{fee}");
+    let source = text_of(fee["source"].as_u64().unwrap());
+    assert!(source.contains("kayak fee is doubled"), "{source}");
+    assert_eq!(fee["cited"], serde_json::json!([9]));
+    assert_eq!(
+        fee["chars"],
+        serde_json::json!([0, fee_text.chars().count()])
+    );
+    assert_eq!(dolphins["found"], false, "{dolphins}");
+    assert!(dolphins["shared_words"].as_f64().unwrap() < 0.5);
+
+    let server = CannedServer::start(vec![event_stream(&[&answer])]);
+    let output = run(scar(example_index())
+        .args(["ask", QUESTION, "--llm-url"])
+        .arg(server.url("/v1")));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("\nsentences (sources found by comparing"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("    found in ["), "{stdout}");
+    assert!(
+        stdout.contains("    not found in the sources (closest ["),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("the model cites [9], but the sentence reads as ["),
+        "{stdout}"
     );
 }

@@ -6,7 +6,7 @@
 //! GET  /v1/openapi.json   this API
 //! POST /v1/search         a search → its scar.search/2 report
 //! POST /v1/ask            a question → server-sent events: `text` pieces, then `answer`
-//!                         (the scar.answer/2 report) or `error`
+//!                         (the scar.answer/3 report) or `error`
 //! ```
 //!
 //! Errors are `{"error": {"status", "message"}}` with the status: 400 for a request that cannot

@@ -2,7 +2,7 @@
 //! stdio ([`mcp`]), both over one [`Library`] of indexes whose models load once.
 //!
 //! A search returns the same `scar.search/2` report as `scar search --json`, ledger included; a
-//! question the same `scar.answer/2` report as `scar ask --json`. Indexes are served as of
+//! question the same `scar.answer/3` report as `scar ask --json`. Indexes are served as of
 //! their last commit, and a commit made while serving is picked up by the next request.
 //!
 //! ```no_run
@@ -49,6 +49,8 @@ pub struct Searched {
     pub report: SearchReport,
     /// Static ±1's, for the prompt it would have cost.
     pub baseline: SearchReport,
+    /// The index and model the search ran on, which find each answer sentence's source.
+    pub retriever: std::sync::Arc<scar_retrieve::Retriever>,
 }
 
 impl Library {
@@ -67,7 +69,11 @@ impl Library {
         let static_window = Options::new(Policy::StaticWindow { window: 1 })
             .map_err(|e| ServeError::bad(e.to_string()))?;
         let baseline = retriever.expand(&prepared, &static_window)?;
-        Ok(Searched { report, baseline })
+        Ok(Searched {
+            report,
+            baseline,
+            retriever,
+        })
     }
 
     /// Answers from a search's context with the chat model, passing each piece of text to
@@ -81,7 +87,8 @@ impl Library {
         let report = self.with_answerer(|generator| -> scar_answer::Result<AnswerReport> {
             let baseline_tokens =
                 generator.count_prompt_tokens(&Prompt::from_report(&searched.baseline))?;
-            let answer = Answer::generate(generator, &searched.report, params, on_text)?;
+            let mut answer = Answer::generate(generator, &searched.report, params, on_text)?;
+            answer.attribute(&searched.retriever)?;
             Ok(AnswerReport::new(searched.report, answer, baseline_tokens))
         })??;
         Ok(report)

@@ -3,7 +3,7 @@
 //!
 //! Tools: `search` (the context chosen for a question, each chunk with its source, and a
 //! summary of SCAR's decisions; the full `scar.search/2` report as structured content) and
-//! `ask` (the answer with its sources; the `scar.answer/2` report). Resources: each index, as
+//! `ask` (the answer with its sources; the `scar.answer/3` report). Resources: each index, as
 //! `scar://index/NAME` (its model, documents and chunks as JSON).
 
 use std::fmt::Write as _;

@@ -354,7 +354,7 @@ fn an_answer_streams_its_text_then_the_report() {
         .collect();
     let (last, report) = events.last().unwrap();
     assert_eq!(*last, "answer", "{stream}");
-    assert_eq!(report["schema"], "scar.answer/2");
+    assert_eq!(report["schema"], "scar.answer/3");
     let streamed: String = events
         .iter()
         .filter(|(event, _)| *event == "text")

@@ -62,7 +62,7 @@ impl ScarApp {
     /// Starts answering the asked question from the evidence shown, on the answer thread.
     pub fn start_answer(&mut self, ctx: &egui::Context) {
         self.clear_answer();
-        let Some(evidence) = &self.evidence else {
+        let (Some(evidence), Some(retriever)) = (&self.evidence, &self.retriever) else {
             return;
         };
         self.answers_started += 1;
@@ -75,6 +75,7 @@ impl ScarApp {
                 id,
                 model: model.clone(),
                 report: evidence.report.clone(),
+                retriever: Arc::clone(retriever),
                 params: GenerationParams {
                     max_tokens: self.settings.answer.max_tokens,
                     ..GenerationParams::default()
@@ -164,6 +165,9 @@ impl ScarApp {
                 });
             match &answering.outcome {
                 Some(Ok(answer)) => {
+                    if let Some(id) = attribution_ui(ui, answer) {
+                        select = Some(id);
+                    }
                     ui.weak(summary(answer));
                 }
                 Some(Err(error)) => {
@@ -183,6 +187,54 @@ impl ScarApp {
             self.select_chunk(id);
         }
     }
+}
+
+/// Each sentence with the source found to support it, as a link marked as found (not cited by
+/// the model), a flag where no source holds it, and the model's citations that point
+/// elsewhere; returns the chunk of the link clicked.
+fn attribution_ui(ui: &mut egui::Ui, answer: &Answer) -> Option<ChunkId> {
+    if answer.attribution.is_empty() {
+        return None;
+    }
+    let mut clicked = None;
+    egui::CollapsingHeader::new("Sources found for each sentence")
+        .default_open(true)
+        .show(ui, |ui| {
+            for support in &answer.attribution {
+                let source = answer.prompt.sources.get(support.source.wrapping_sub(1));
+                ui.horizontal_wrapped(|ui| {
+                    let shares = format!(
+                        "shares {:.0}% of its words with [{}], cos {:.2}",
+                        support.shared_words * 100.0,
+                        support.source,
+                        support.similarity
+                    );
+                    if support.found {
+                        let link = ui
+                            .link(format!("found in [{}]", support.source))
+                            .on_hover_text(format!(
+                                "{shares}; found by comparing, not cited by the model"
+                            ));
+                        if link.clicked() {
+                            clicked = source.map(|s| s.chunk);
+                        }
+                    } else {
+                        ui.colored_label(ui.visuals().warn_fg_color, "not found in the sources")
+                            .on_hover_text(shares);
+                    }
+                    if support.disagrees() {
+                        let cited: Vec<String> =
+                            support.cited.iter().map(|n| format!("[{n}]")).collect();
+                        ui.colored_label(
+                            ui.visuals().warn_fg_color,
+                            format!("(the model cites {})", cited.join(" ")),
+                        );
+                    }
+                    ui.label(&support.text);
+                });
+            }
+        });
+    clicked
 }
 
 /// The answer's text with each citation as a link; returns the chunk of the one clicked.

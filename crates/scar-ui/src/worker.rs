@@ -74,6 +74,8 @@ pub(crate) struct AnswerJob {
     pub id: u64,
     pub model: String,
     pub report: SearchReport,
+    /// The index and model the report came from, which find each sentence's source.
+    pub retriever: Arc<Retriever>,
     pub params: GenerationParams,
     pub cancel: Arc<AtomicBool>,
 }
@@ -344,7 +346,7 @@ fn answer(
     reply: &Reply,
 ) -> Result<Answer, UiError> {
     let model = chat_model(&job.model, environment, loaded)?;
-    let answer = Answer::generate(model, &job.report, &job.params, &mut |piece| {
+    let mut answer = Answer::generate(model, &job.report, &job.params, &mut |piece| {
         if job.cancel.load(Ordering::Relaxed) {
             return ControlFlow::Break(());
         }
@@ -354,6 +356,7 @@ fn answer(
         });
         ControlFlow::Continue(())
     })?;
+    answer.attribute(&job.retriever)?;
     Ok(answer)
 }
 

@@ -401,10 +401,31 @@ fn answering_streams_text_whose_citations_open_their_chunks() {
     assert!(prompt_tokens > 0);
     harness.get_by_label_contains(&format!("prompt {prompt_tokens} tokens"));
     harness.get_by_label_contains(&answer.model);
+    // Each sentence with the source found for it, under the answer.
+    assert!(
+        !answer.attribution.is_empty(),
+        "{:?}",
+        answer.generation.text
+    );
+    harness.get_by_label("Sources found for each sentence");
+    let first = &answer.attribution[0];
+    let verdict = if first.found {
+        format!("found in [{}]", first.source)
+    } else {
+        "not found in the sources".to_owned()
+    };
+    assert!(
+        harness.query_all_by_label(&verdict).next().is_some(),
+        "{verdict}"
+    );
     // The text before the first citation shows as it came.
     let opening = answer.generation.text.split('[').next().unwrap().trim();
     if let Some(line) = opening.lines().next().filter(|line| !line.is_empty()) {
-        harness.get_by_label_contains(line);
+        // In the answer, and again in its sentence's attribution.
+        assert!(
+            harness.query_all_by_label_contains(line).next().is_some(),
+            "{line}"
+        );
     }
 
     if let Some(source) = answer.citations.cited.first() {
