@@ -8,7 +8,11 @@ use std::path::Path;
 use libfuzzer_sys::fuzz_target;
 use scar_index::{LoadOptions, load_bytes};
 
-const NAMES: [&str; 5] = ["doc.txt", "doc.md", "doc.html", "doc.pdf", "doc"];
+/// Indexed by the first byte; scripts/fuzz seeds each format with its index.
+const NAMES: [&str; 14] = [
+    "doc.txt", "doc.md", "doc.html", "doc.pdf", "doc.docx", "doc.odt", "doc.pptx", "doc.xlsx",
+    "doc.ods", "doc.csv", "doc.epub", "doc.rtf", "doc.eml", "doc",
+];
 
 fuzz_target!(|data: &[u8]| {
     let Some((&pick, bytes)) = data.split_first() else {

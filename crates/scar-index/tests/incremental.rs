@@ -112,3 +112,48 @@ fn an_open_index_knows_when_a_writer_has_committed_since() {
     assert!(reopened.is_current());
     assert_eq!(reopened.documents().len(), opened.documents().len() + 1);
 }
+
+#[test]
+fn an_index_opened_while_it_is_written_is_never_reported_damaged() {
+    let docs = tempfile::tempdir().unwrap();
+    small_corpus(docs.path(), 12, 1500);
+    let dir = tempfile::tempdir().unwrap();
+    let embedder = tiny_bert();
+    let roots = [docs.path().to_path_buf()];
+    let options = IndexOptions::default();
+    index(dir.path(), &roots, &embedder, &options);
+
+    let writing = std::sync::atomic::AtomicBool::new(true);
+    let opened = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            // The reader stops when this goes, even if the writer panics.
+            struct Done<'a>(&'a std::sync::atomic::AtomicBool);
+            impl Drop for Done<'_> {
+                fn drop(&mut self) {
+                    self.0.store(false, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+            let _done = Done(&writing);
+            // Files changed and removed: commits, and compactions into new generations.
+            for round in 0..8 {
+                let file = docs.path().join(format!("part-{round:03}.txt"));
+                if round % 2 == 0 {
+                    std::fs::remove_file(&file).unwrap();
+                } else {
+                    std::fs::write(&file, format!("Round {round} rewrote this file.")).unwrap();
+                }
+                index(dir.path(), &roots, &embedder, &options);
+            }
+        });
+        let mut opened = 0;
+        while writing.load(std::sync::atomic::Ordering::SeqCst) {
+            if let Err(error) = Index::open(dir.path()) {
+                panic!("opened while written: {error}");
+            }
+            opened += 1;
+        }
+        opened
+    });
+    assert!(opened > 10, "only {opened} opens");
+    assert_consistent(&Index::open(dir.path()).unwrap());
+}

@@ -136,8 +136,33 @@ impl Index {
     /// manifest, the catalog against the data files' lengths, every live chunk's record against
     /// the files it points into, its text as UTF-8, the text index's checksums, and the HNSW
     /// graph's. Anything damaged is an [`IndexError::Damaged`] naming the file.
+    ///
+    /// A writer may commit while the index is opened: the parts read before and after the
+    /// commit then disagree, or files of the older commit are gone, which is no damage. An open
+    /// that fails while a commit landed is tried again after a pause that grows, for as long as
+    /// commits keep landing (at most 20 times); one that fails with no commit in between is
+    /// reported.
     pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
-        let dir = dir.as_ref().to_owned();
+        const ATTEMPTS: u32 = 20;
+        let dir = dir.as_ref();
+        let mut attempt = 1;
+        // The commit's bytes, not its file's length and time: two commits can land within one
+        // tick of the file-system clock with metadata of the same length.
+        let commit = || fs_err::read(catalog_path(dir)).ok();
+        loop {
+            let before = commit();
+            match Self::open_once(dir) {
+                Err(_) if attempt < ATTEMPTS && commit() != before => {
+                    std::thread::sleep(std::time::Duration::from_millis(10 * u64::from(attempt)));
+                    attempt += 1;
+                }
+                opened => return opened,
+            }
+        }
+    }
+
+    fn open_once(dir: &Path) -> Result<Self> {
+        let dir = dir.to_owned();
         let manifest = read_manifest(&dir)?;
         // Before the catalog is read: a commit in between makes the index look stale, never
         // current.

@@ -60,11 +60,16 @@ pub(crate) fn check_text(dir: &Path, index: &tantivy::Index) -> Result<()> {
             "its schema is not the one SCAR writes",
         ));
     }
-    let segments: Vec<String> = index
+    let metas = index
         .searchable_segment_metas()
-        .map_err(|e| read_error(dir, e))?
+        .map_err(|e| read_error(dir, e))?;
+    let segments: Vec<String> = metas.iter().map(|meta| meta.id().uuid_string()).collect();
+    // A segment's deletes are a file per commit: only the committed one is checked, since a
+    // writer may be writing the next commit's beside it.
+    let committed_deletes: Vec<PathBuf> = metas
         .iter()
-        .map(|meta| meta.id().uuid_string())
+        .filter(|meta| meta.delete_opstamp().is_some())
+        .map(|meta| meta.relative_path(tantivy::index::SegmentComponent::Delete))
         .collect();
     let folder = text_dir(dir);
     for entry in fs_err::read_dir(&folder).map_err(io_error(&folder))? {
@@ -77,6 +82,10 @@ pub(crate) fn check_text(dir: &Path, index: &tantivy::Index) -> Result<()> {
             continue;
         }
         let relative = Path::new(&name);
+        let is_delete = relative.extension().is_some_and(|e| e == "del");
+        if is_delete && !committed_deletes.iter().any(|d| d == relative) {
+            continue;
+        }
         let sound = index
             .directory()
             .validate_checksum(relative)
