@@ -83,6 +83,11 @@ fn cell_text(cell: &Data) -> String {
 /// A spreadsheet date serial (days since 1899-12-30, the fraction the time of day) as ISO 8601:
 /// `2026-05-01`, or `2026-05-01 14:30` when it has a time.
 fn serial_date(serial: f64) -> String {
+    // Serials past 9999-12-31 (or before the epoch, or not numbers) name no calendar date; the
+    // arithmetic below would overflow on them.
+    if !(0.0..=2_958_465.0).contains(&serial) {
+        return serial.to_string();
+    }
     // Whole minutes, rounded, so that 14:29:59.9999 reads 14:30.
     #[allow(clippy::cast_possible_truncation)]
     let minutes = (serial * 1440.0).round() as i64;
@@ -120,6 +125,9 @@ mod tests {
         assert_eq!(serial_date(46_143.604_166), "2026-05-01 14:30");
         assert_eq!(serial_date(1.0), "1899-12-31");
         assert_eq!(serial_date(60.0), "1900-02-28");
+        assert_eq!(serial_date(1e300), 1e300.to_string());
+        assert_eq!(serial_date(-1.0), "-1");
+        assert_eq!(serial_date(f64::NAN), "NaN");
     }
 
     #[test]
