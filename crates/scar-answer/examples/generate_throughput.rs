@@ -56,6 +56,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "prompt_tokens_per_second": prompt_tokens as f64 / generation.first_token_seconds,
         "decode_tokens_per_second": generation.tokens_per_second(),
         "text": generation.text,
+        // The prompt in the model's own chat format, for the other side to read the same text.
+        "prompt_text": model.template().render(&prompt.system, &prompt.user),
     });
     println!("{json}");
     Ok(())

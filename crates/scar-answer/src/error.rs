@@ -39,7 +39,8 @@ pub enum AnswerError {
     },
     /// A model family this build cannot run.
     #[error(
-        "{path}: architecture `{architecture}` is not supported (llama is: SmolLM2, Llama 3.x)"
+        "{path}: architecture `{architecture}` is not supported (these are: llama for Llama, \
+         Mistral and SmolLM2; qwen2; qwen3; gemma3; phi3)"
     )]
     UnsupportedArchitecture {
         /// The file.

@@ -20,6 +20,7 @@
 mod attribution;
 mod conversation;
 mod error;
+mod gemma3;
 mod gguf_tokenizer;
 mod local;
 mod locate;

@@ -1,4 +1,5 @@
-//! Generation with a quantized GGUF model (llama architecture) through candle.
+//! Generation with a quantized GGUF model through candle: the Llama (and Mistral), Qwen 2,
+//! Qwen 3, Gemma 3 and Phi-3 architectures.
 
 use std::io::{Cursor, Read, Seek};
 use std::ops::ControlFlow;
@@ -9,7 +10,9 @@ use candle_core::quantized::gguf_file::{Content, Value};
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 use candle_transformers::generation::{LogitsProcessor, Sampling};
-use candle_transformers::models::quantized_llama::ModelWeights;
+use candle_transformers::models::{
+    quantized_llama, quantized_phi3, quantized_qwen2, quantized_qwen3,
+};
 use scar_embed::DeviceChoice;
 use tokenizers::Tokenizer;
 
@@ -41,9 +44,58 @@ impl Default for LoadOptions {
     }
 }
 
+/// `general.architecture` values this build runs.
+pub(crate) const SUPPORTED_ARCHITECTURES: &[&str] = &["llama", "qwen2", "qwen3", "gemma3", "phi3"];
+
+/// The transformer of one architecture. Each model clears its key-value cache when a forward
+/// pass starts at position 0.
+enum Weights {
+    Llama(quantized_llama::ModelWeights),
+    Qwen2(quantized_qwen2::ModelWeights),
+    Qwen3(quantized_qwen3::ModelWeights),
+    Gemma3(crate::gemma3::Gemma3),
+    Phi3(quantized_phi3::ModelWeights),
+}
+
+impl Weights {
+    fn from_gguf<R: Read + Seek>(
+        architecture: &str,
+        content: Content,
+        reader: &mut R,
+        device: &Device,
+    ) -> candle_core::Result<Self> {
+        Ok(match architecture {
+            "qwen2" => Self::Qwen2(quantized_qwen2::ModelWeights::from_gguf(
+                content, reader, device,
+            )?),
+            "qwen3" => Self::Qwen3(quantized_qwen3::ModelWeights::from_gguf(
+                content, reader, device,
+            )?),
+            "gemma3" => Self::Gemma3(crate::gemma3::Gemma3::from_gguf(&content, reader, device)?),
+            "phi3" => Self::Phi3(quantized_phi3::ModelWeights::from_gguf(
+                false, content, reader, device,
+            )?),
+            _ => Self::Llama(quantized_llama::ModelWeights::from_gguf(
+                content, reader, device,
+            )?),
+        })
+    }
+
+    /// The next token's logits after `input` (one row of token ids) placed at `position`.
+    fn forward(&mut self, input: &Tensor, position: usize) -> candle_core::Result<Tensor> {
+        match self {
+            Self::Llama(model) => model.forward(input, position),
+            Self::Qwen2(model) => model.forward(input, position),
+            Self::Qwen3(model) => model.forward(input, position),
+            Self::Gemma3(model) => model.forward(input, position),
+            Self::Phi3(model) => model.forward(input, position),
+        }
+    }
+}
+
 /// A GGUF chat model loaded for generation.
 pub struct LocalModel {
-    weights: ModelWeights,
+    weights: Weights,
     tokenizer: Tokenizer,
     template: ChatTemplate,
     stop_tokens: Vec<u32>,
@@ -81,7 +133,7 @@ impl LocalModel {
         let metadata = &content.metadata;
         let text = |key: &str| metadata.get(key).and_then(|v| v.to_string().ok()).cloned();
         let architecture = text("general.architecture").unwrap_or_default();
-        if architecture != "llama" {
+        if !SUPPORTED_ARCHITECTURES.contains(&architecture.as_str()) {
             return Err(AnswerError::UnsupportedArchitecture {
                 path: path.to_owned(),
                 architecture,
@@ -101,7 +153,12 @@ impl LocalModel {
                 .values()
                 .map(|t| t.content.as_str()),
         )
-        .ok_or_else(|| bad("no ChatML or Llama 3 chat template", None))?;
+        .ok_or_else(|| {
+            bad(
+                "no chat template this build knows (ChatML, Llama 3, Gemma, Phi-3, Mistral)",
+                None,
+            )
+        })?;
         let number = |key: &str| metadata.get(key).and_then(|v| v.to_u32().ok());
         let eos = number("tokenizer.ggml.eos_token_id");
         let mut stop_tokens: Vec<u32> = template
@@ -120,13 +177,14 @@ impl LocalModel {
         let bos_token = (adds_bos && template != ChatTemplate::Llama3)
             .then(|| number("tokenizer.ggml.bos_token_id"))
             .flatten();
-        let context_length = number("llama.context_length").map_or(2048, |n| n as usize);
+        let context_length =
+            number(&format!("{architecture}.context_length")).map_or(2048, |n| n as usize);
         let device = options.device.open().map_err(AnswerError::Device)?;
         let (weights, requantized) = if options.requantize {
-            load_requantized(content, &mut file, &device)
+            load_requantized(&architecture, content, &mut file, &device)
                 .map_err(|e| bad("cannot load the weights", Some(e.into())))?
         } else {
-            let weights = ModelWeights::from_gguf(content, &mut file, &device)
+            let weights = Weights::from_gguf(&architecture, content, &mut file, &device)
                 .map_err(|e| bad("cannot load the weights", Some(e.into())))?;
             (weights, 0)
         };
@@ -222,7 +280,6 @@ impl Generator for LocalModel {
             }
         };
         let mut sampler = LogitsProcessor::from_sampling(params.seed, sampling);
-        self.weights.clear_kv_cache();
         let mut logits = self.next_logits(&prompt_ids, 0)?;
         let mut first_token_at = None;
         let mut generated: Vec<u32> = Vec::new();
@@ -289,17 +346,21 @@ impl Generator for LocalModel {
 /// converted model is rebuilt in memory as a GGUF image because candle's loader reads only
 /// GGUF.
 fn load_requantized<R: Read + Seek>(
+    architecture: &str,
     content: Content,
     reader: &mut R,
     device: &Device,
-) -> candle_core::Result<(ModelWeights, usize)> {
+) -> candle_core::Result<(Weights, usize)> {
     let slow = |dtype: GgmlDType| matches!(dtype, GgmlDType::Q4_1 | GgmlDType::Q5_1);
     if !content
         .tensor_infos
         .values()
         .any(|info| slow(info.ggml_dtype))
     {
-        return Ok((ModelWeights::from_gguf(content, reader, device)?, 0));
+        return Ok((
+            Weights::from_gguf(architecture, content, reader, device)?,
+            0,
+        ));
     }
     let mut names: Vec<&String> = content.tensor_infos.keys().collect();
     names.sort();
@@ -326,7 +387,7 @@ fn load_requantized<R: Read + Seek>(
     drop(tensors);
     image.set_position(0);
     let converted_content = Content::read(&mut image)?;
-    let weights = ModelWeights::from_gguf(converted_content, &mut image, device)?;
+    let weights = Weights::from_gguf(architecture, converted_content, &mut image, device)?;
     Ok((weights, converted))
 }
 
@@ -337,6 +398,37 @@ fn to_q8_0(tensor: &QTensor) -> candle_core::Result<QTensor> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn load_error(bytes: &[u8]) -> String {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("model.gguf");
+        std::fs::write(&path, bytes).unwrap();
+        let options = LoadOptions {
+            device: DeviceChoice::Cpu,
+            requantize: true,
+        };
+        LocalModel::load(&path, &options).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn an_unknown_architecture_or_a_broken_file_is_one_line_naming_it() {
+        let architecture = Value::String("mamba".to_owned());
+        let mut file = Cursor::new(Vec::new());
+        candle_core::quantized::gguf_file::write(
+            &mut file,
+            &[("general.architecture", &architecture)],
+            &[],
+        )
+        .unwrap();
+        let error = load_error(file.get_ref());
+        assert!(
+            error.contains("architecture `mamba` is not supported"),
+            "{error}"
+        );
+        assert!(error.contains("gemma3") && !error.contains('\n'), "{error}");
+        let error = load_error(b"GGUF\x03\x00\x00\x00 cut short");
+        assert!(error.contains("unreadable GGUF"), "{error}");
+    }
 
     #[test]
     fn q8_0_holds_q4_1_weights_to_within_half_a_step() {

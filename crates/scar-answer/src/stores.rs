@@ -12,8 +12,6 @@ use crate::{AnswerError, Result};
 const OLLAMA_MODEL_LAYER: &str = "application/vnd.ollama.image.model";
 /// The registry Ollama's short names (`qwen2.5:7b`) live in.
 const OLLAMA_REGISTRY: &str = "registry.ollama.ai";
-/// Architectures this build runs.
-const SUPPORTED_ARCHITECTURES: &[&str] = &["llama"];
 
 /// The tool that downloaded a model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -46,7 +44,7 @@ impl StoredLlm {
     pub fn is_supported(&self) -> bool {
         self.architecture
             .as_deref()
-            .is_some_and(|a| SUPPORTED_ARCHITECTURES.contains(&a))
+            .is_some_and(|a| crate::local::SUPPORTED_ARCHITECTURES.contains(&a))
     }
 }
 
@@ -301,7 +299,7 @@ mod tests {
         let ollama = root.path().join("ollama");
         ollama_model(&ollama, "library", "qwen2.5", "7b", "qwen2");
         ollama_model(&ollama, "library", "smollm2", "latest", "llama");
-        ollama_model(&ollama, "someone", "tiny", "q4", "llama");
+        ollama_model(&ollama, "someone", "tiny", "q4", "mamba");
         let lm_studio = root.path().join("lmstudio");
         let repo = lm_studio.join("lmstudio-community/gemma-3-GGUF");
         fs_err::create_dir_all(&repo).unwrap();
@@ -320,12 +318,12 @@ mod tests {
         assert_eq!(
             listed,
             [
-                ("ollama:qwen2.5:7b".to_owned(), false),
+                ("ollama:qwen2.5:7b".to_owned(), true),
                 ("ollama:smollm2:latest".to_owned(), true),
-                ("ollama:someone/tiny:q4".to_owned(), true),
+                ("ollama:someone/tiny:q4".to_owned(), false),
                 (
                     "lmstudio:lmstudio-community/gemma-3-GGUF/gemma-3-Q4_K_M.gguf".to_owned(),
-                    false
+                    true
                 ),
             ]
         );

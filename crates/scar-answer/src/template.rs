@@ -7,10 +7,19 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ChatTemplate {
-    /// `<|im_start|>role … <|im_end|>`: `SmolLM2`, `Qwen2` and others.
+    /// `<|im_start|>role … <|im_end|>`: `SmolLM2`, Qwen 2 and others.
     ChatMl,
+    /// `ChatML` with an empty `<think>` block opening the answer, so a Qwen 3 model answers
+    /// without reasoning aloud first.
+    ChatMlNoThinking,
     /// `<|start_header_id|>role<|end_header_id|> … <|eot_id|>`: Llama 3.x.
     Llama3,
+    /// `<start_of_turn>user … <end_of_turn>`, no system role: Gemma.
+    Gemma,
+    /// `<|system|> … <|end|>`: Phi-3.
+    Phi3,
+    /// `[INST] … [/INST]`, no system role: Mistral and Mixtral.
+    Mistral,
 }
 
 impl ChatTemplate {
@@ -25,28 +34,55 @@ impl ChatTemplate {
                 Some(Self::ChatMl)
             } else if text.contains("<|start_header_id|>") {
                 Some(Self::Llama3)
+            } else if text.contains("<start_of_turn>") {
+                Some(Self::Gemma)
+            } else if text.contains("<|assistant|>") {
+                Some(Self::Phi3)
+            } else if text.contains("[INST]") {
+                Some(Self::Mistral)
             } else {
                 None
             }
         };
-        jinja
-            .and_then(from_markers)
-            .or_else(|| vocabulary.find_map(from_markers))
+        match jinja.and_then(from_markers) {
+            // Qwen 3's template takes `enable_thinking`; off, it writes the empty block.
+            Some(Self::ChatMl) if jinja.is_some_and(|j| j.contains("enable_thinking")) => {
+                Some(Self::ChatMlNoThinking)
+            }
+            Some(found) => Some(found),
+            None => vocabulary.find_map(from_markers),
+        }
     }
 
     /// The prompt that asks the model for the assistant's turn.
     #[must_use]
     pub fn render(self, system: &str, user: &str) -> String {
         match self {
-            Self::ChatMl => format!(
-                "<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n\
-                 <|im_start|>assistant\n"
-            ),
+            Self::ChatMl | Self::ChatMlNoThinking => {
+                let think = if self == Self::ChatMlNoThinking {
+                    "<think>\n\n</think>\n\n"
+                } else {
+                    ""
+                };
+                format!(
+                    "<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n\
+                     <|im_start|>assistant\n{think}"
+                )
+            }
             Self::Llama3 => format!(
                 "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n{system}<|eot_id|>\
                  <|start_header_id|>user<|end_header_id|>\n\n{user}<|eot_id|>\
                  <|start_header_id|>assistant<|end_header_id|>\n\n"
             ),
+            // Gemma's and Mistral's templates put the system text at the head of the first user
+            // turn.
+            Self::Gemma => format!(
+                "<start_of_turn>user\n{system}\n\n{user}<end_of_turn>\n<start_of_turn>model\n"
+            ),
+            Self::Phi3 => {
+                format!("<|system|>\n{system}<|end|>\n<|user|>\n{user}<|end|>\n<|assistant|>\n")
+            }
+            Self::Mistral => format!("[INST] {system}\n\n{user} [/INST]"),
         }
     }
 
@@ -54,8 +90,11 @@ impl ChatTemplate {
     #[must_use]
     pub fn end_of_turn(self) -> &'static [&'static str] {
         match self {
-            Self::ChatMl => &["<|im_end|>", "<|endoftext|>"],
+            Self::ChatMl | Self::ChatMlNoThinking => &["<|im_end|>", "<|endoftext|>"],
             Self::Llama3 => &["<|eot_id|>", "<|end_of_text|>", "<|eom_id|>"],
+            Self::Gemma => &["<end_of_turn>", "<eos>"],
+            Self::Phi3 => &["<|end|>", "<|endoftext|>"],
+            Self::Mistral => &["</s>"],
         }
     }
 }
@@ -88,6 +127,41 @@ mod tests {
             text,
             "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n\
              <|im_start|>assistant\n"
+        );
+    }
+
+    #[test]
+    fn recognises_gemma_phi3_mistral_and_qwen3() {
+        let none = std::iter::empty;
+        assert_eq!(
+            ChatTemplate::detect(None, ["<bos>", "<start_of_turn>"].into_iter()),
+            Some(ChatTemplate::Gemma)
+        );
+        assert_eq!(
+            ChatTemplate::detect(Some("{{ '<|user|>' }}{{ '<|assistant|>' }}"), none()),
+            Some(ChatTemplate::Phi3)
+        );
+        assert_eq!(
+            ChatTemplate::detect(Some("{{ '[INST] ' + content + ' [/INST]' }}"), none()),
+            Some(ChatTemplate::Mistral)
+        );
+        let qwen3 = "{%- if enable_thinking is defined %}<|im_start|>assistant";
+        assert_eq!(
+            ChatTemplate::detect(Some(qwen3), none()),
+            Some(ChatTemplate::ChatMlNoThinking)
+        );
+        assert!(
+            ChatTemplate::ChatMlNoThinking
+                .render("S", "U")
+                .ends_with("<|im_start|>assistant\n<think>\n\n</think>\n\n")
+        );
+    }
+
+    #[test]
+    fn gemma_has_no_system_turn() {
+        assert_eq!(
+            ChatTemplate::Gemma.render("S", "U"),
+            "<start_of_turn>user\nS\n\nU<end_of_turn>\n<start_of_turn>model\n"
         );
     }
 

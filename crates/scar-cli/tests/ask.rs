@@ -220,3 +220,34 @@ fn each_sentence_is_traced_to_its_source_or_flagged() {
         "{stdout}"
     );
 }
+
+#[test]
+fn gemma_3_answers_with_each_sentence_traced() {
+    let gemma = crate::common::workspace().join("models/gemma-3-270m/gemma-3-270m-q4_k_m.gguf");
+    let output = run(scar(example_index())
+        .args([
+            "ask",
+            QUESTION,
+            "--k",
+            "1",
+            "--max-tokens",
+            "32",
+            "--json",
+            "--llm",
+        ])
+        .arg(&gemma));
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let answer = &value["answer"];
+    assert_eq!(answer["model"], "gemma-3-270m-q4_k_m", "{answer}");
+    let text = answer["generation"]["text"].as_str().unwrap();
+    assert!(!text.trim().is_empty(), "{answer}");
+    let attribution = answer["attribution"].as_array().unwrap();
+    assert!(!attribution.is_empty(), "{text:?} has no sentence traced");
+    for sentence in attribution {
+        assert!(sentence["found"].is_boolean(), "{sentence}");
+        let number = sentence["source"].as_u64().unwrap();
+        assert!(
+            (1..=answer["prompt"]["sources"].as_array().unwrap().len() as u64).contains(&number)
+        );
+    }
+}

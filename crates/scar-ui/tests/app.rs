@@ -457,6 +457,40 @@ fn answering_streams_text_whose_citations_open_their_chunks() {
 }
 
 #[test]
+fn gemma_3_answers_in_the_app_with_its_sentences_traced() {
+    let library = tempfile::tempdir().unwrap();
+    let mut settings = Settings {
+        controls: one_seed(),
+        ..Settings::default()
+    };
+    settings.answer.model = scar_test_support::models_dir()
+        .join("gemma-3-270m/gemma-3-270m-q4_k_m.gguf")
+        .display()
+        .to_string();
+    settings.answer.max_tokens = 24;
+    let mut app = ScarApp::new(settings, environment(library.path()), Picks::default());
+    app.open_index(example_index());
+    app.ask(KAYAK);
+    let mut harness = harness(app);
+    settle(&mut harness);
+    harness
+        .get_by_role_and_label(Role::Button, "Answer")
+        .click();
+    harness.run_steps(1);
+    step_until(&mut harness, |harness| !harness.state().is_answering());
+    harness.run_steps(3);
+    let answer = harness.state().answer().unwrap().clone();
+    assert_eq!(answer.model, "gemma-3-270m-q4_k_m");
+    assert!(!answer.generation.text.trim().is_empty());
+    assert!(
+        !answer.attribution.is_empty(),
+        "{:?}",
+        answer.generation.text
+    );
+    harness.get_by_label("Sources found for each sentence");
+}
+
+#[test]
 fn a_missing_chat_model_is_reported_in_the_answer_panel() {
     let library = tempfile::tempdir().unwrap();
     let mut settings = Settings::default();
