@@ -7,6 +7,7 @@
 //! sliding-window layers (local rotary base) for every global one.
 
 use std::io::{Read, Seek};
+use std::sync::Arc;
 
 use candle_core::quantized::gguf_file::Content;
 use candle_core::quantized::{QMatMul, QTensor};
@@ -189,11 +190,12 @@ impl Gemma3 {
         let local_rope = base("rope.local_freq_base", LOCAL_ROPE_BASE);
         let mut tensor = |name: &str| content.tensor(reader, name, device);
         let norm = |t: QTensor| RmsNorm::from_qtensor(t, eps);
-        let embedding_table = tensor("token_embd.weight")?;
-        let head = match tensor("output.weight") {
-            Ok(output) => output,
-            // Gemma ties the output projection to the embeddings.
-            Err(_) => tensor("token_embd.weight")?,
+        let embedding_table = Arc::new(tensor("token_embd.weight")?);
+        // Gemma ties the output projection to the embeddings unless the file has its own.
+        let head = if content.tensor_infos.contains_key("output.weight") {
+            QMatMul::from_qtensor(tensor("output.weight")?)?
+        } else {
+            QMatMul::from_arc(Arc::clone(&embedding_table))?
         };
         let embeddings = Embedding::new(embedding_table.dequantize(device)?, hidden);
         let final_norm = norm(tensor("output_norm.weight")?)?;
@@ -230,7 +232,7 @@ impl Gemma3 {
             local_rotary: Rotary::new(head_dim, local_rope, positions, device)?,
             global_rotary: Rotary::new(head_dim, global_rope, positions, device)?,
             norm: final_norm,
-            head: QMatMul::from_qtensor(head)?,
+            head,
         })
     }
 

@@ -82,14 +82,18 @@ fn byte_level_bpe(metadata: &HashMap<String, Value>) -> Result<Tokenizer> {
                 .ok_or_else(|| unsupported(format!("merge without a space: {merge:?}")))
         })
         .collect::<Result<Vec<_>>>()?;
-    let split = |pattern: &str, name: &str| {
-        Split::new(
+    // A regex split, then bytes mapped to printable characters without a prefix space.
+    let split_then_bytes = |pattern: &str, name: &str| {
+        let split = Split::new(
             SplitPattern::Regex(pattern.to_owned()),
             SplitDelimiterBehavior::Isolated,
             false,
         )
-        .map(PreTokenizerWrapper::Split)
-        .map_err(|e| refused(&format!("{name}'s split pattern is refused"), e))
+        .map_err(|e| refused(&format!("{name}'s split pattern is refused"), e))?;
+        Ok::<_, AnswerError>(Sequence::new(vec![
+            PreTokenizerWrapper::Split(split),
+            PreTokenizerWrapper::ByteLevel(ByteLevel::new(false, true, false)),
+        ]))
     };
     let pre = text("tokenizer.ggml.pre").map_or("default", String::as_str);
     let (pre_tokenizer, ignore_merges) = match pre {
@@ -100,20 +104,8 @@ fn byte_level_bpe(metadata: &HashMap<String, Value>) -> Result<Tokenizer> {
             ]),
             false,
         ),
-        "llama-bpe" => (
-            Sequence::new(vec![
-                split(LLAMA3_SPLIT, "Llama 3")?,
-                PreTokenizerWrapper::ByteLevel(ByteLevel::new(false, true, false)),
-            ]),
-            true,
-        ),
-        "qwen2" => (
-            Sequence::new(vec![
-                split(QWEN2_SPLIT, "Qwen 2")?,
-                PreTokenizerWrapper::ByteLevel(ByteLevel::new(false, true, false)),
-            ]),
-            false,
-        ),
+        "llama-bpe" => (split_then_bytes(LLAMA3_SPLIT, "Llama 3")?, true),
+        "qwen2" => (split_then_bytes(QWEN2_SPLIT, "Qwen 2")?, false),
         "default" | "gpt2" => (
             Sequence::new(vec![PreTokenizerWrapper::ByteLevel(ByteLevel::new(
                 false, true, true,
@@ -139,7 +131,11 @@ fn byte_level_bpe(metadata: &HashMap<String, Value>) -> Result<Tokenizer> {
     let mut tokenizer = Tokenizer::new(bpe);
     tokenizer.with_pre_tokenizer(Some(pre_tokenizer));
     tokenizer.with_decoder(Some(DecoderWrapper::ByteLevel(ByteLevel::default())));
-    add_whole_tokens(&mut tokenizer, metadata, &tokens)?;
+    add_whole_tokens(
+        &mut tokenizer,
+        &token_types(metadata, tokens.len()),
+        &tokens,
+    )?;
     Ok(tokenizer)
 }
 
@@ -231,10 +227,11 @@ fn sentencepiece_bpe(metadata: &HashMap<String, Value>) -> Result<Tokenizer> {
         .with_normalizer(Some(Normalizers::new(normalizers)))
         .map_err(|e| refused("the space normalizer is refused", e))?;
     tokenizer.with_decoder(Some(Decoders::new(decoders)));
-    add_whole_tokens(&mut tokenizer, metadata, &tokens)?;
+    add_whole_tokens(&mut tokenizer, &types, &tokens)?;
     Ok(tokenizer)
 }
 
+/// Each token's `token_type`, normal where the file gives none.
 fn token_types(metadata: &HashMap<String, Value>, count: usize) -> Vec<i32> {
     let mut types: Vec<i32> = metadata
         .get("tokenizer.ggml.token_type")
@@ -251,12 +248,7 @@ fn token_types(metadata: &HashMap<String, Value>, count: usize) -> Vec<i32> {
 }
 
 /// Control and user-defined tokens are matched whole in the text, never split into pieces.
-fn add_whole_tokens(
-    tokenizer: &mut Tokenizer,
-    metadata: &HashMap<String, Value>,
-    tokens: &[String],
-) -> Result<()> {
-    let types = token_types(metadata, tokens.len());
+fn add_whole_tokens(tokenizer: &mut Tokenizer, types: &[i32], tokens: &[String]) -> Result<()> {
     let whole = |kind: i32| -> Vec<AddedToken> {
         types
             .iter()

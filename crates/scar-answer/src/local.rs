@@ -44,8 +44,30 @@ impl Default for LoadOptions {
     }
 }
 
-/// `general.architecture` values this build runs.
-pub(crate) const SUPPORTED_ARCHITECTURES: &[&str] = &["llama", "qwen2", "qwen3", "gemma3", "phi3"];
+/// The transformer families this build runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Architecture {
+    /// Llama, Mistral, `SmolLM2`.
+    Llama,
+    Qwen2,
+    Qwen3,
+    Gemma3,
+    Phi3,
+}
+
+impl Architecture {
+    /// The family a GGUF file's `general.architecture` names, if this build runs it.
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "llama" => Self::Llama,
+            "qwen2" => Self::Qwen2,
+            "qwen3" => Self::Qwen3,
+            "gemma3" => Self::Gemma3,
+            "phi3" => Self::Phi3,
+            _ => return None,
+        })
+    }
+}
 
 /// The transformer of one architecture. Each model clears its key-value cache when a forward
 /// pass starts at position 0.
@@ -59,24 +81,26 @@ enum Weights {
 
 impl Weights {
     fn from_gguf<R: Read + Seek>(
-        architecture: &str,
+        architecture: Architecture,
         content: Content,
         reader: &mut R,
         device: &Device,
     ) -> candle_core::Result<Self> {
         Ok(match architecture {
-            "qwen2" => Self::Qwen2(quantized_qwen2::ModelWeights::from_gguf(
+            Architecture::Llama => Self::Llama(quantized_llama::ModelWeights::from_gguf(
                 content, reader, device,
             )?),
-            "qwen3" => Self::Qwen3(quantized_qwen3::ModelWeights::from_gguf(
+            Architecture::Qwen2 => Self::Qwen2(quantized_qwen2::ModelWeights::from_gguf(
                 content, reader, device,
             )?),
-            "gemma3" => Self::Gemma3(crate::gemma3::Gemma3::from_gguf(&content, reader, device)?),
-            "phi3" => Self::Phi3(quantized_phi3::ModelWeights::from_gguf(
+            Architecture::Qwen3 => Self::Qwen3(quantized_qwen3::ModelWeights::from_gguf(
+                content, reader, device,
+            )?),
+            Architecture::Gemma3 => {
+                Self::Gemma3(crate::gemma3::Gemma3::from_gguf(&content, reader, device)?)
+            }
+            Architecture::Phi3 => Self::Phi3(quantized_phi3::ModelWeights::from_gguf(
                 false, content, reader, device,
-            )?),
-            _ => Self::Llama(quantized_llama::ModelWeights::from_gguf(
-                content, reader, device,
             )?),
         })
     }
@@ -132,13 +156,13 @@ impl LocalModel {
             Content::read(&mut file).map_err(|e| bad("unreadable GGUF", Some(e.into())))?;
         let metadata = &content.metadata;
         let text = |key: &str| metadata.get(key).and_then(|v| v.to_string().ok()).cloned();
-        let architecture = text("general.architecture").unwrap_or_default();
-        if !SUPPORTED_ARCHITECTURES.contains(&architecture.as_str()) {
+        let architecture_name = text("general.architecture").unwrap_or_default();
+        let Some(architecture) = Architecture::from_name(&architecture_name) else {
             return Err(AnswerError::UnsupportedArchitecture {
                 path: path.to_owned(),
-                architecture,
+                architecture: architecture_name,
             });
-        }
+        };
         let beside = path.with_file_name("tokenizer.json");
         let tokenizer = if beside.is_file() {
             Tokenizer::from_file(&beside)
@@ -178,13 +202,13 @@ impl LocalModel {
             .then(|| number("tokenizer.ggml.bos_token_id"))
             .flatten();
         let context_length =
-            number(&format!("{architecture}.context_length")).map_or(2048, |n| n as usize);
+            number(&format!("{architecture_name}.context_length")).map_or(2048, |n| n as usize);
         let device = options.device.open().map_err(AnswerError::Device)?;
         let (weights, requantized) = if options.requantize {
-            load_requantized(&architecture, content, &mut file, &device)
+            load_requantized(architecture, content, &mut file, &device)
                 .map_err(|e| bad("cannot load the weights", Some(e.into())))?
         } else {
-            let weights = Weights::from_gguf(&architecture, content, &mut file, &device)
+            let weights = Weights::from_gguf(architecture, content, &mut file, &device)
                 .map_err(|e| bad("cannot load the weights", Some(e.into())))?;
             (weights, 0)
         };
@@ -346,7 +370,7 @@ impl Generator for LocalModel {
 /// converted model is rebuilt in memory as a GGUF image because candle's loader reads only
 /// GGUF.
 fn load_requantized<R: Read + Seek>(
-    architecture: &str,
+    architecture: Architecture,
     content: Content,
     reader: &mut R,
     device: &Device,

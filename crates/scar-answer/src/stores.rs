@@ -44,7 +44,7 @@ impl StoredLlm {
     pub fn is_supported(&self) -> bool {
         self.architecture
             .as_deref()
-            .is_some_and(|a| crate::local::SUPPORTED_ARCHITECTURES.contains(&a))
+            .is_some_and(|a| crate::local::Architecture::from_name(a).is_some())
     }
 }
 

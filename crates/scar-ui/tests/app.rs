@@ -8,8 +8,8 @@ use scar_retrieve::SearchReport;
 use scar_ui::{Controls, ScarApp, Settings};
 
 use crate::common::{
-    KAYAK, Picks, asked_kayak, environment, example_index, first_start, folder_with_handbook,
-    harness, one_seed, papers_scar, settle, step_until,
+    KAYAK, Picks, answer_and_wait, asked_kayak, asked_kayak_with, environment, example_index,
+    first_start, folder_with_handbook, harness, one_seed, papers_scar, settle, step_until,
 };
 
 /// A snapshot of the whole window, without the pointer and with the status line's timings
@@ -468,17 +468,8 @@ fn gemma_3_answers_in_the_app_with_its_sentences_traced() {
         .display()
         .to_string();
     settings.answer.max_tokens = 24;
-    let mut app = ScarApp::new(settings, environment(library.path()), Picks::default());
-    app.open_index(example_index());
-    app.ask(KAYAK);
-    let mut harness = harness(app);
-    settle(&mut harness);
-    harness
-        .get_by_role_and_label(Role::Button, "Answer")
-        .click();
-    harness.run_steps(1);
-    step_until(&mut harness, |harness| !harness.state().is_answering());
-    harness.run_steps(3);
+    let mut harness = asked_kayak_with(settings, library.path());
+    answer_and_wait(&mut harness);
     let answer = harness.state().answer().unwrap().clone();
     assert_eq!(answer.model, "gemma-3-270m-q4_k_m");
     assert!(!answer.generation.text.trim().is_empty());
@@ -499,18 +490,8 @@ fn a_missing_chat_model_is_reported_in_the_answer_panel() {
         .join("no-such-model.gguf")
         .display()
         .to_string();
-    let picks = Picks::default();
-    let mut app = ScarApp::new(settings, environment(library.path()), picks);
-    app.open_index(example_index());
-    app.ask(KAYAK);
-    let mut harness = harness(app);
-    settle(&mut harness);
-    harness
-        .get_by_role_and_label(Role::Button, "Answer")
-        .click();
-    harness.run_steps(1);
-    step_until(&mut harness, |harness| !harness.state().is_answering());
-    harness.run_steps(2);
+    let mut harness = asked_kayak_with(settings, library.path());
+    answer_and_wait(&mut harness);
     assert!(harness.state().answer().is_none());
     harness.get_by_label_contains("⚠ ");
 }
@@ -520,12 +501,7 @@ fn a_follow_up_is_rewritten_from_the_conversation_before_it_is_searched_for() {
     let library = tempfile::tempdir().unwrap();
     let mut harness = asked_kayak(one_seed(), library.path());
     let answer = |harness: &mut Harness<'_, ScarApp>| {
-        harness
-            .get_by_role_and_label(Role::Button, "Answer")
-            .click();
-        harness.run_steps(2);
-        step_until(harness, |harness| !harness.state().is_answering());
-        harness.run_steps(3);
+        answer_and_wait(harness);
         harness.state().answer().unwrap().generation.text.clone()
     };
     let first = answer(&mut harness);

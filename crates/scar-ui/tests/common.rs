@@ -2,7 +2,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use egui::accesskit::Role;
 use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
 use scar_policy::PolicyKind;
 use scar_retrieve::FirstStage;
 use scar_ui::{Controls, DeviceChoice, Environment, FileDialogs, ScarApp, Settings};
@@ -101,6 +103,12 @@ pub fn asked_kayak(controls: Controls, library_dir: &Path) -> Harness<'static, S
         controls,
         ..Settings::default()
     };
+    asked_kayak_with(settings, library_dir)
+}
+
+/// The app on the example index with `settings`, the kayak question asked and its evidence
+/// shown.
+pub fn asked_kayak_with(settings: Settings, library_dir: &Path) -> Harness<'static, ScarApp> {
     let picks = Picks::default();
     let mut app = ScarApp::new(settings, environment(library_dir), picks);
     app.open_index(example_index());
@@ -108,6 +116,16 @@ pub fn asked_kayak(controls: Controls, library_dir: &Path) -> Harness<'static, S
     let mut harness = harness(app);
     settle(&mut harness);
     harness
+}
+
+/// Clicks *Answer* and steps the UI until the answer has ended, in an answer or an error.
+pub fn answer_and_wait(harness: &mut Harness<'_, ScarApp>) {
+    harness
+        .get_by_role_and_label(Role::Button, "Answer")
+        .click();
+    harness.run_steps(1);
+    step_until(harness, |harness| !harness.state().is_answering());
+    harness.run_steps(3);
 }
 
 /// Steps the UI until the workers have delivered everything it asked for.
