@@ -19,9 +19,11 @@
 
 mod attribution;
 mod conversation;
+mod decoder;
 mod error;
 mod gemma3;
 mod gguf_tokenizer;
+mod llama;
 mod local;
 mod locate;
 mod prompt;

@@ -72,7 +72,9 @@ impl Architecture {
 /// The transformer of one architecture. Each model clears its key-value cache when a forward
 /// pass starts at position 0.
 enum Weights {
-    Llama(quantized_llama::ModelWeights),
+    Llama(crate::llama::Llama),
+    /// Llama-architecture mixtures of experts (Mixtral), through candle's model.
+    LlamaExperts(quantized_llama::ModelWeights),
     Qwen2(quantized_qwen2::ModelWeights),
     Qwen3(quantized_qwen3::ModelWeights),
     Gemma3(crate::gemma3::Gemma3),
@@ -87,9 +89,14 @@ impl Weights {
         device: &Device,
     ) -> candle_core::Result<Self> {
         Ok(match architecture {
-            Architecture::Llama => Self::Llama(quantized_llama::ModelWeights::from_gguf(
-                content, reader, device,
-            )?),
+            Architecture::Llama if crate::llama::Llama::has_experts(&content) => {
+                Self::LlamaExperts(quantized_llama::ModelWeights::from_gguf(
+                    content, reader, device,
+                )?)
+            }
+            Architecture::Llama => {
+                Self::Llama(crate::llama::Llama::from_gguf(&content, reader, device)?)
+            }
             Architecture::Qwen2 => Self::Qwen2(quantized_qwen2::ModelWeights::from_gguf(
                 content, reader, device,
             )?),
@@ -109,6 +116,7 @@ impl Weights {
     fn forward(&mut self, input: &Tensor, position: usize) -> candle_core::Result<Tensor> {
         match self {
             Self::Llama(model) => model.forward(input, position),
+            Self::LlamaExperts(model) => model.forward(input, position),
             Self::Qwen2(model) => model.forward(input, position),
             Self::Qwen3(model) => model.forward(input, position),
             Self::Gemma3(model) => model.forward(input, position),

@@ -4,12 +4,11 @@
 
 use std::ops::ControlFlow;
 use std::path::PathBuf;
-use std::process::Command;
 
 use scar_answer::{ChatTemplate, GenerationParams, Generator, LoadOptions, LocalModel};
 use scar_embed::DeviceChoice;
 
-use crate::common::prompt;
+use crate::common::{greedy_snippet, llama_cpp, prompt};
 
 fn gemma_path() -> PathBuf {
     scar_test_support::models_dir().join("gemma-3-270m/gemma-3-270m-q4_k_m.gguf")
@@ -21,33 +20,6 @@ fn gemma() -> LocalModel {
         requantize: true,
     };
     LocalModel::load(&gemma_path(), &options).unwrap()
-}
-
-/// Runs a llama-cpp-python snippet with the model loaded as `model` and the text as `text`; None
-/// when llama-cpp-python is not installed.
-fn llama_cpp(snippet: &str, text: &str) -> Option<String> {
-    let Some(python) = std::env::var_os("SCAR_LLAMA_SERVER_PYTHON") else {
-        eprintln!("SCAR_LLAMA_SERVER_PYTHON is not set: skipped (scripts/test sets it)");
-        return None;
-    };
-    let script = format!(
-        "import sys, llama_cpp\n\
-         model = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=1024, n_threads=2, verbose=False)\n\
-         text = sys.argv[2]\n{snippet}"
-    );
-    let output = Command::new(python)
-        .arg("-c")
-        .arg(script)
-        .arg(gemma_path())
-        .arg(text)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Some(String::from_utf8(output.stdout).unwrap().trim().to_owned())
 }
 
 #[test]
@@ -64,6 +36,7 @@ fn gemma3_tokenizes_as_llama_cpp_does() {
     let text = "<start_of_turn>user\nKayaks cost €12.50 in 2024 — naïve café, <b>tags</b>\n\n\
                 \ttabs and  spaces, 東京 and émoji 🚣.<end_of_turn>\n<start_of_turn>model\n";
     let Some(expected) = llama_cpp(
+        &gemma_path(),
         "print(model.tokenize(text.encode(), add_bos=False, special=True))",
         text,
     ) else {
@@ -81,17 +54,7 @@ fn gemma3_continues_greedily_as_llama_cpp_does() {
     let question = prompt("What is the capital of France? Name the city.");
     let rendered = ChatTemplate::Gemma.render(&question.system, &question.user);
     let tokens = 16;
-    let Some(expected) = llama_cpp(
-        &format!(
-            "ids = model.tokenize(text.encode(), add_bos=True, special=True)\n\
-             out = []\n\
-             for token in model.generate(ids, temp=0.0, top_k=1, repeat_penalty=1.0):\n    \
-                 out.append(token)\n    \
-                 if len(out) == {tokens}: break\n\
-             print(model.detokenize(out).decode())"
-        ),
-        &rendered,
-    ) else {
+    let Some(expected) = llama_cpp(&gemma_path(), &greedy_snippet(tokens), &rendered) else {
         return;
     };
     let params = GenerationParams {

@@ -5,7 +5,7 @@ use scar_answer::{
 };
 use scar_embed::DeviceChoice;
 
-use crate::common::{model, model_path, prompt};
+use crate::common::{greedy_snippet, llama_cpp, model, model_path, prompt};
 
 fn greedy(max_tokens: usize) -> GenerationParams {
     GenerationParams {
@@ -138,4 +138,32 @@ fn requantizing_is_optional_and_converts_only_the_slow_tensors() {
         })
         .unwrap();
     assert!(generation.generated_tokens > 0);
+}
+
+/// `SmolLM2` runs on the Llama decoder of our own: its greedy continuation of a question (read
+/// as a whole prompt, through the batched products) is llama.cpp's on the same file, with the
+/// `Q4_1` weights as they are.
+#[test]
+fn the_llama_decoder_continues_greedily_as_llama_cpp_does() {
+    let question = prompt("What is the capital of France? Name the city and one famous sight.");
+    let rendered = ChatTemplate::ChatMl.render(&question.system, &question.user);
+    let tokens = 24;
+    let Some(expected) = llama_cpp(&model_path(), &greedy_snippet(tokens), &rendered) else {
+        return;
+    };
+    let options = LoadOptions {
+        device: DeviceChoice::Cpu,
+        requantize: false,
+    };
+    let params = GenerationParams {
+        max_tokens: tokens,
+        repeat_penalty: 1.0,
+        ..GenerationParams::default()
+    };
+    let generation = LocalModel::load(&model_path(), &options)
+        .unwrap()
+        .generate(&question, &params, &mut |_| ControlFlow::Continue(()))
+        .unwrap();
+    assert!(generation.prompt_tokens.unwrap() > 16, "{generation:?}");
+    assert_eq!(generation.text.trim(), expected);
 }

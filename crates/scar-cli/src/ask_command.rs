@@ -69,7 +69,7 @@ pub fn run(settings: &Settings, query: &str, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn open_generator(settings: &Settings) -> Result<Box<dyn Generator>> {
+pub(crate) fn open_generator(settings: &Settings) -> Result<Box<dyn Generator>> {
     if let Some(url) = &settings.llm_url.value {
         let options = RemoteOptions {
             api_key: std::env::var("SCAR_LLM_API_KEY").ok(),

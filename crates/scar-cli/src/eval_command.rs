@@ -1,16 +1,23 @@
-//! `scar eval --corpus DIR --benchmark FILE`: every policy on the same seeds, with statistics.
+//! `scar eval --corpus DIR --benchmark FILE`: every policy on the same seeds, with statistics;
+//! with `--answers`, questions answered from the default policy's context and from static ±1's,
+//! each answer checked against the gold evidence.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
+use scar_answer::GenerationParams;
 use scar_embed::{EmbedOptions, Embedder, ModelLocator};
-use scar_eval::{Benchmark, EvalOptions, Resolved, Scope, evaluate, resolve, write_report};
+use scar_eval::{
+    AnswerEvalOptions, Benchmark, EvalOptions, Resolved, Scope, evaluate, evaluate_answers,
+    resolve, write_report,
+};
 use scar_index::{Index, IndexOptions, index_paths};
+use scar_policy::{Options, Policy};
 use scar_retrieve::{FirstStage, Retriever};
 
 use crate::display_path;
-use crate::settings::{SearchFlags, Settings, Source};
+use crate::settings::{AnswerFlags, SearchFlags, Settings, Source};
 use crate::terminal::inert;
 
 /// Tests in a `--quick` run, spread evenly over the benchmark.
@@ -46,9 +53,18 @@ pub struct EvalArgs {
     /// whether it held evidence
     #[arg(long)]
     neighbours: bool,
-    /// Print the whole report as JSON (schema scar.eval/2) instead of the summary tables
+    /// Instead of the retrieval report, answer N questions (default 40, spread over the
+    /// benchmark) with the chat model, from the policy setting's context and from static ±1's,
+    /// and measure the citations and traced sentences against the evidence (answers.md, .json)
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "40",
+          conflicts_with_all = ["quick", "neighbours"])]
+    answers: Option<usize>,
+    /// Print the whole report as JSON (schema scar.eval/2, or scar.answers/1 with --answers)
+    /// instead of the summary tables
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    pub answer: AnswerFlags,
 }
 
 impl EvalArgs {
@@ -63,6 +79,9 @@ impl EvalArgs {
 
 pub fn run(settings: &Settings, args: &EvalArgs) -> Result<ExitCode> {
     let benchmark = Benchmark::load(&args.benchmark)?;
+    if let Some(questions) = args.answers {
+        return run_answers(settings, args, &benchmark, questions);
+    }
     let subset = args.quick.then(|| benchmark.spread(QUICK_TESTS));
     let resolved = resolve(&benchmark, &args.benchmark, &args.corpus, subset.as_deref())?;
     if resolved.fallbacks > 0 {
@@ -140,14 +159,87 @@ pub fn run(settings: &Settings, args: &EvalArgs) -> Result<ExitCode> {
         outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         outln!("{}", report.summary_markdown());
+        eprintln!("wrote {}", listed(&paths));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `scar eval --answers N`: N questions answered from two contexts of the same seeds.
+fn run_answers(
+    settings: &Settings,
+    args: &EvalArgs,
+    benchmark: &Benchmark,
+    questions: usize,
+) -> Result<ExitCode> {
+    if questions == 0 {
+        bail!("--answers takes a number of questions of at least 1");
+    }
+    let first_stage = match args.first_stages.as_slice() {
+        [] => settings.first_stage.value,
+        [stage] => *stage,
+        _ => bail!("--answers answers from one first stage; name one in --first-stages"),
+    };
+    let policies = vec![
+        settings.policy()?,
+        Options::new(Policy::StaticWindow { window: 1 })?,
+    ];
+    // The chat model first: a bad server URL or model file is reported before any indexing.
+    let mut generator = crate::ask_command::open_generator(settings)?;
+    let subset = benchmark.spread(questions);
+    let resolved = resolve(benchmark, &args.benchmark, &args.corpus, Some(&subset))?;
+    let retriever = retriever(settings, &resolved, args.json)?;
+    let options = AnswerEvalOptions {
+        k: settings.k.value,
+        first_stage,
+        scope: args.scope,
+        policies,
+        params: GenerationParams {
+            max_tokens: settings.max_tokens.value,
+            temperature: settings.temperature.value,
+            seed: settings.seed.value,
+            ..GenerationParams::default()
+        },
+    };
+    if !args.json {
         eprintln!(
-            "wrote {}",
-            paths
+            "answering {} of {} questions with {}, from the contexts of {}, k = {}, {} first stage",
+            resolved.tests.len(),
+            resolved.tests_in_file,
+            generator.name(),
+            options
+                .policies
                 .iter()
-                .map(|p| display_path(p))
+                .map(|p| p.policy().to_string())
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(" and "),
+            options.k,
+            first_stage,
         );
+    }
+    let bar = crate::index_command::progress_bar(
+        args.json,
+        "{bar:30} {percent:>3}% {pos}/{len} answers, {elapsed} (ETA {eta})",
+    );
+    let report = evaluate_answers(
+        &retriever,
+        &resolved,
+        generator.as_mut(),
+        &options,
+        &mut |p| {
+            bar.set_length(p.total as u64);
+            bar.set_position(p.done as u64);
+        },
+    )?;
+    bar.finish_and_clear();
+    let paths = report.write(&args.out)?;
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        for problem in &report.problems {
+            eprintln!("left out: {}", inert(problem));
+        }
+        outln!("{}", report.summary_markdown());
+        eprintln!("wrote {}", listed(&paths));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -222,4 +314,13 @@ fn is_current(index: Option<&Index>, path: &Path) -> bool {
         return false;
     };
     std::fs::metadata(path).is_ok_and(|metadata| entry.is_current(&metadata))
+}
+
+/// Paths for a person, comma-separated.
+fn listed(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| display_path(p))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

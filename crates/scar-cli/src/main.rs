@@ -145,7 +145,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let (search_flags, answer_flags) = match &cli.command {
         Command::Search { search, .. } => (search.clone(), AnswerFlags::default()),
         Command::Ask { search, answer, .. } => (search.clone(), answer.clone()),
-        Command::Eval(args) => (args.search_flags(), AnswerFlags::default()),
+        Command::Eval(args) => (args.search_flags(), args.answer.clone()),
         Command::Serve(args) => (SearchFlags::default(), AnswerFlags::llm(args.llm.clone())),
         Command::Mcp(args) => (SearchFlags::default(), AnswerFlags::llm(args.llm.clone())),
         _ => (SearchFlags::default(), AnswerFlags::default()),

@@ -294,3 +294,86 @@ fn a_benchmark_path_outside_the_corpus_is_refused_before_anything_is_read() {
     );
     assert!(!index.exists(), "nothing was indexed");
 }
+
+#[test]
+fn answers_from_both_contexts_are_measured_against_the_evidence() {
+    let out = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("eval-answers-rfc9293");
+    let _ = std::fs::remove_dir_all(&out);
+    let output = run(scar(rfc_index())
+        .args([
+            "eval",
+            "--answers",
+            "2",
+            "--json",
+            "--k",
+            "2",
+            "--max-tokens",
+            "24",
+        ])
+        .args([
+            "--corpus".as_ref(),
+            scar_test_support::corpora().as_os_str(),
+            "--benchmark".as_ref(),
+            workspace()
+                .join("assets/benchmarks/rfc9293.json")
+                .as_os_str(),
+            "--out".as_ref(),
+            out.as_os_str(),
+        ]));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["schema"], "scar.answers/1");
+    assert_eq!(report["questions"], 2);
+    assert!(
+        report["llm"]
+            .as_str()
+            .unwrap()
+            .to_lowercase()
+            .contains("smollm2"),
+        "{}",
+        report["llm"]
+    );
+    let summaries = report["summaries"].as_array().unwrap();
+    let policies: Vec<&str> = summaries
+        .iter()
+        .map(|s| s["policy"].as_str().unwrap())
+        .collect();
+    assert_eq!(policies, ["evidence ±2, depth 10×k", "static ±1"]);
+    let records = report["records"].as_array().unwrap();
+    assert_eq!(records.len(), 4);
+    for (summary, policy) in summaries.iter().zip(&policies) {
+        let own: Vec<&Value> = records.iter().filter(|r| r["policy"] == *policy).collect();
+        assert_eq!(own.len(), 2);
+        let total = |field: &str| own.iter().map(|r| number(&r[field])).sum::<f64>();
+        for record in &own {
+            assert!(number(&record["found_in_gold"]) <= number(&record["found"]));
+            assert!(number(&record["found"]) <= number(&record["sentences"]));
+            assert!(number(&record["prompt_tokens"]) > 100.0, "{record}");
+            assert!(number(&record["generated_tokens"]) <= 24.0);
+        }
+        assert!((number(&summary["sentences"]) - total("sentences")).abs() < 1e-9);
+        let cites = own.iter().filter(|r| r["cites"] == true).count() as f64;
+        assert!((number(&summary["cite_rate"]) - cites / 2.0).abs() < 1e-9);
+        let flagged = total("sentences") - total("found");
+        let flag_rate = if total("sentences") > 0.0 {
+            flagged / total("sentences")
+        } else {
+            0.0
+        };
+        assert!((number(&summary["flag_rate"]) - flag_rate).abs() < 1e-9);
+    }
+    let markdown = std::fs::read_to_string(out.join("answers.md")).unwrap();
+    assert!(markdown.contains("| static ±1 |"), "{markdown}");
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("answers.json")).unwrap()).unwrap();
+    assert_eq!(written, report);
+}
+
+#[test]
+fn answers_of_zero_questions_are_refused() {
+    fails_with(
+        scar(rfc_index())
+            .args(["eval", "--answers", "0", "--corpus", "x", "--benchmark"])
+            .arg(workspace().join("assets/benchmarks/rfc9293.json")),
+        "--answers takes a number of questions of at least 1",
+    );
+}

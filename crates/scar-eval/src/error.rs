@@ -69,6 +69,14 @@ pub enum EvalError {
         /// What failed.
         source: Box<scar_retrieve::RetrieveError>,
     },
+    /// Answering one test, or tracing its answer's sentences, failed.
+    #[error("test {test}: answering failed")]
+    Answer {
+        /// The test's id.
+        test: String,
+        /// What failed.
+        source: Box<scar_answer::AnswerError>,
+    },
     /// A policy's parameters are invalid or the policy met a broken vector.
     #[error(transparent)]
     Policy(#[from] scar_policy::PolicyError),

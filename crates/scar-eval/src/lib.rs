@@ -52,6 +52,7 @@
 //! ```
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+mod answers;
 mod benchmark;
 mod error;
 mod markdown;
@@ -68,6 +69,10 @@ mod write;
 #[cfg(test)]
 mod hand_computed;
 
+pub use answers::{
+    ANSWERS_SCHEMA_VERSION, AnswerEvalOptions, AnswerEvalReport, AnswerRecord, AnswerSummary,
+    evaluate_answers,
+};
 pub use benchmark::{Benchmark, GoldSpan, Resolved, ResolvedTest, Snippet, Test, resolve};
 pub use error::{EvalError, Result};
 pub use metrics::{ChunkExtent, Gold, Group, GroupMetrics, TestScore, aggregate, score};

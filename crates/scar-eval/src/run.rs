@@ -29,14 +29,14 @@ pub struct Progress {
 }
 
 /// A test ready to score: its gold chunks and spans in index terms.
-struct ScoredTest<'a> {
-    id: &'a str,
+pub(crate) struct ScoredTest<'a> {
+    pub(crate) id: &'a str,
     kind: Option<&'a str>,
-    query: &'a str,
-    gold: Gold,
-    group: Group,
+    pub(crate) query: &'a str,
+    pub(crate) gold: Gold,
+    pub(crate) group: Group,
     /// The index slots of the documents holding its evidence.
-    documents: Vec<u32>,
+    pub(crate) documents: Vec<u32>,
 }
 
 /// Runs the evaluation of `benchmark` against the retriever's index.
@@ -53,18 +53,7 @@ pub fn evaluate(
     options.validate()?;
     let index = retriever.index();
     let mut problems = benchmark.problems.clone();
-    let tests = gold_tests(index, benchmark, &mut problems);
-    if tests.is_empty() {
-        return Err(EvalError::NothingToEvaluate {
-            benchmark: benchmark.benchmark.clone(),
-            reason: problems
-                .iter()
-                .take(3)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("; "),
-        });
-    }
+    let tests = gold_tests(index, benchmark, &mut problems)?;
     let runner = Runner::new(retriever, options, &tests)?;
     let total = tests.len() * options.first_stages.len();
     let mut done = 0;
@@ -125,12 +114,12 @@ pub fn evaluate(
 }
 
 /// The benchmark's tests with their gold chunks; the ones that cannot be scored are left out
-/// with a line in `problems`.
-fn gold_tests<'a>(
+/// with a line in `problems`, and none left is an error naming the first problems.
+pub(crate) fn gold_tests<'a>(
     index: &Index,
     benchmark: &'a Resolved,
     problems: &mut Vec<String>,
-) -> Vec<ScoredTest<'a>> {
+) -> Result<Vec<ScoredTest<'a>>> {
     let slots: HashMap<&Path, u32> = index
         .documents()
         .iter()
@@ -185,7 +174,18 @@ fn gold_tests<'a>(
             )),
         }
     }
-    tests
+    if tests.is_empty() {
+        return Err(EvalError::NothingToEvaluate {
+            benchmark: benchmark.benchmark.clone(),
+            reason: problems
+                .iter()
+                .take(3)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; "),
+        });
+    }
+    Ok(tests)
 }
 
 /// What every first stage shares: the tests, the validated policies and sweep settings.
@@ -434,7 +434,7 @@ fn extent(chunk: &scar_index::ChunkView<'_>) -> ChunkExtent {
     }
 }
 
-fn context_extents(index: &Index, context: &[ChunkId]) -> Vec<ChunkExtent> {
+pub(crate) fn context_extents(index: &Index, context: &[ChunkId]) -> Vec<ChunkExtent> {
     context
         .iter()
         .filter_map(|&id| index.chunk(id))

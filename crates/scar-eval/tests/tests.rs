@@ -1,4 +1,5 @@
 //! Integration tests of scar-eval, as one binary.
 #![allow(clippy::unwrap_used)]
 
+mod answers;
 mod benchmarks;

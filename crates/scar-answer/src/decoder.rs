@@ -1,0 +1,376 @@
+//! The parts our own decoders (Llama, Gemma 3) share, each chosen for speed on a CPU:
+//!
+//! - [`Linear`]: one token goes through the quantized weights with quantized dot products
+//!   (decoding is bound by memory, and the quantized weights are the fewest bytes to read); a
+//!   whole prompt goes through one f32 matrix product with the weights dequantized for the call
+//!   (reading a prompt is bound by arithmetic, and the dequantization, one pass over the
+//!   weights, is shared by every row).
+//! - [`KvCache`]: keys and values written in place into room that doubles when full, rather
+//!   than concatenated anew for every token.
+//! - [`attend`]: grouped-query attention that multiplies each key-value head by its group of
+//!   query heads at once, rather than copying keys and values once per query head.
+
+use std::sync::Arc;
+
+use candle_core::quantized::{QMatMul, QTensor};
+use candle_core::{D, DType, Device, Module, Result, Tensor};
+use candle_transformers::quantized_nn::RmsNorm;
+
+/// Rows from which a product goes through dequantized weights: below it, writing the f32
+/// weights out costs more than the quantized dot products it saves.
+const BATCHED_ROWS: usize = 16;
+
+/// A weight matrix, applied as `x · Wᵀ`.
+pub(crate) struct Linear {
+    weight: Arc<QTensor>,
+    quantized: QMatMul,
+}
+
+impl Linear {
+    pub(crate) fn new(weight: QTensor) -> Result<Self> {
+        Self::shared(Arc::new(weight))
+    }
+
+    /// A matrix that shares its weights (a tied output projection and embedding table).
+    pub(crate) fn shared(weight: Arc<QTensor>) -> Result<Self> {
+        Ok(Self {
+            quantized: QMatMul::from_arc(Arc::clone(&weight))?,
+            weight,
+        })
+    }
+
+    pub(crate) fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let rows = x.elem_count() / x.dim(D::Minus1)?;
+        let quantized = matches!(self.quantized, QMatMul::QTensor(_));
+        if rows < BATCHED_ROWS || !quantized || !x.device().is_cpu() {
+            return self.quantized.forward(x);
+        }
+        let weight = self.weight.dequantize(x.device())?;
+        x.broadcast_matmul(&weight.t()?)
+    }
+}
+
+/// An embedding table kept quantized: rows are dequantized as they are looked up.
+pub(crate) struct Embedding {
+    table: Arc<QTensor>,
+}
+
+impl Embedding {
+    pub(crate) fn new(table: Arc<QTensor>) -> Self {
+        Self { table }
+    }
+
+    pub(crate) fn forward(&self, ids: &Tensor) -> Result<Tensor> {
+        self.table.embedding(ids)
+    }
+}
+
+/// Rotary position tables, for rotating pairs of adjacent dimensions (`interleaved`, as
+/// llama.cpp stores Llama's weights) or the two halves of each head (Gemma, `NeoX` style).
+pub(crate) struct Rotary {
+    cos: Tensor,
+    sin: Tensor,
+    interleaved: bool,
+}
+
+impl Rotary {
+    pub(crate) fn new(
+        dimensions: usize,
+        base: f32,
+        max_positions: usize,
+        interleaved: bool,
+        device: &Device,
+    ) -> Result<Self> {
+        let inverse: Vec<f32> = (0..dimensions)
+            .step_by(2)
+            .map(|i| 1.0 / base.powf(i as f32 / dimensions as f32))
+            .collect();
+        let inverse = Tensor::from_vec(inverse, (1, dimensions / 2), device)?;
+        let positions = Tensor::arange(0u32, max_positions as u32, device)?
+            .to_dtype(DType::F32)?
+            .reshape((max_positions, 1))?;
+        let angles = positions.matmul(&inverse)?;
+        Ok(Self {
+            cos: angles.cos()?,
+            sin: angles.sin()?,
+            interleaved,
+        })
+    }
+
+    /// Rotates `x` (batch, heads, length, head dimension) placed at `position`.
+    pub(crate) fn apply(&self, x: &Tensor, position: usize) -> Result<Tensor> {
+        let length = x.dim(2)?;
+        let cos = self.cos.narrow(0, position, length)?;
+        let sin = self.sin.narrow(0, position, length)?;
+        let x = x.contiguous()?;
+        if self.interleaved {
+            candle_nn::rotary_emb::rope_i(&x, &cos, &sin)
+        } else {
+            candle_nn::rotary_emb::rope(&x, &cos, &sin)
+        }
+    }
+}
+
+/// One layer's keys and values, (batch, key-value heads, positions, head dimension).
+#[derive(Default)]
+pub(crate) struct KvCache {
+    room: Option<(Tensor, Tensor)>,
+    length: usize,
+}
+
+/// Positions the cache first makes room for.
+const FIRST_ROOM: usize = 512;
+
+impl KvCache {
+    /// Appends the keys and values of positions `position..position + new`; position 0
+    /// starts a new sequence. Returns every key and value so far.
+    pub(crate) fn append(
+        &mut self,
+        keys: &Tensor,
+        values: &Tensor,
+        position: usize,
+    ) -> Result<(Tensor, Tensor)> {
+        if position == 0 {
+            self.length = 0;
+        }
+        if position != self.length {
+            candle_core::bail!("the cache holds {} positions, not {position}", self.length);
+        }
+        let (batch, heads, new, dim) = keys.dims4()?;
+        let needed = self.length + new;
+        let fits = self
+            .room
+            .as_ref()
+            .is_some_and(|(room, _)| room.dims()[0] == batch && room.dims()[2] >= needed);
+        if !fits {
+            let shape = (
+                batch,
+                heads,
+                needed.next_power_of_two().max(FIRST_ROOM),
+                dim,
+            );
+            let grown = (
+                Tensor::zeros(shape, keys.dtype(), keys.device())?,
+                Tensor::zeros(shape, values.dtype(), values.device())?,
+            );
+            if let Some((old_keys, old_values)) = &self.room
+                && self.length > 0
+            {
+                let kept = |t: &Tensor| t.narrow(2, 0, self.length)?.contiguous();
+                grown.0.slice_set(&kept(old_keys)?, 2, 0)?;
+                grown.1.slice_set(&kept(old_values)?, 2, 0)?;
+            }
+            self.room = Some(grown);
+        }
+        let (all_keys, all_values) = self.room.as_ref().expect("room was made above");
+        all_keys.slice_set(&keys.contiguous()?, 2, self.length)?;
+        all_values.slice_set(&values.contiguous()?, 2, self.length)?;
+        self.length = needed;
+        Ok((
+            all_keys.narrow(2, 0, needed)?,
+            all_values.narrow(2, 0, needed)?,
+        ))
+    }
+}
+
+/// A layer's self-attention: projections, optional per-head norms of queries and keys (Gemma),
+/// rotary positions, the cache, and an optional sliding window.
+pub(crate) struct SelfAttention {
+    pub(crate) query: Linear,
+    pub(crate) key: Linear,
+    pub(crate) value: Linear,
+    pub(crate) output: Linear,
+    pub(crate) query_norm: Option<RmsNorm>,
+    pub(crate) key_norm: Option<RmsNorm>,
+    /// Keys reach this many positions back; `None` attends to every earlier position.
+    pub(crate) window: Option<usize>,
+    pub(crate) heads: usize,
+    pub(crate) kv_heads: usize,
+    pub(crate) head_dim: usize,
+    pub(crate) cache: KvCache,
+}
+
+impl SelfAttention {
+    /// Attends from `x` (batch, length, hidden) placed at `position`; `mask` (length, keys)
+    /// is needed whenever `length` is above 1.
+    pub(crate) fn forward(
+        &mut self,
+        x: &Tensor,
+        position: usize,
+        rotary: &Rotary,
+        mask: Option<&Tensor>,
+    ) -> Result<Tensor> {
+        let (batch, length, _) = x.dims3()?;
+        let heads = |t: Tensor, count: usize, norm: Option<&RmsNorm>| {
+            let t = t
+                .reshape((batch, length, count, self.head_dim))?
+                .transpose(1, 2)?
+                .contiguous()?;
+            match norm {
+                Some(norm) => norm.forward(&t),
+                None => Ok(t),
+            }
+        };
+        let q = heads(self.query.forward(x)?, self.heads, self.query_norm.as_ref())?;
+        let k = heads(self.key.forward(x)?, self.kv_heads, self.key_norm.as_ref())?;
+        let v = heads(self.value.forward(x)?, self.kv_heads, None)?;
+        let q = rotary.apply(&q, position)?;
+        let k = rotary.apply(&k, position)?;
+        let (k, v) = self.cache.append(&k, &v, position)?;
+        // One new query of a sliding layer sees only the keys of its window.
+        let (k, v) = match self.window {
+            Some(window) if length == 1 && k.dim(2)? > window => {
+                let start = k.dim(2)? - window;
+                (k.narrow(2, start, window)?, v.narrow(2, start, window)?)
+            }
+            _ => (k, v),
+        };
+        let scale = 1.0 / (self.head_dim as f64).sqrt();
+        let attended = attend(&q, &k, &v, mask, scale)?.transpose(1, 2)?.reshape((
+            batch,
+            length,
+            self.heads * self.head_dim,
+        ))?;
+        self.output.forward(&attended)
+    }
+}
+
+/// Scaled dot-product attention of `q` (batch, heads, length, head dimension) over `k` and `v`
+/// (batch, key-value heads, keys, head dimension), query head `h` reading key-value head
+/// `h / (heads / key-value heads)`; `mask` (length, keys) is added to the scores.
+pub(crate) fn attend(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    mask: Option<&Tensor>,
+    scale: f64,
+) -> Result<Tensor> {
+    let (batch, heads, length, dim) = q.dims4()?;
+    let kv_heads = k.dim(1)?;
+    let keys = k.dim(2)?;
+    let grouped = (batch, kv_heads, heads / kv_heads * length, dim);
+    let q = q.contiguous()?.reshape(grouped)?;
+    let mut scores = (q.matmul(&k.t()?)? * scale)?;
+    if let Some(mask) = mask {
+        scores = scores
+            .reshape((batch, heads, length, keys))?
+            .broadcast_add(mask)?
+            .reshape((batch, kv_heads, heads / kv_heads * length, keys))?;
+    }
+    let weights = candle_nn::ops::softmax_last_dim(&scores)?;
+    weights
+        .matmul(&v.contiguous()?)?
+        .reshape((batch, heads, length, dim))
+}
+
+/// 0 where query `i` (of `length`, after `past` earlier positions) may see key `j`, else
+/// -inf: keys up to its own position and, with a `window`, fewer than `window` back.
+pub(crate) fn causal_mask(
+    length: usize,
+    past: usize,
+    window: Option<usize>,
+    device: &Device,
+) -> Result<Tensor> {
+    let keys = past + length;
+    let values: Vec<f32> = (0..length)
+        .flat_map(|i| {
+            let query = past + i;
+            (0..keys).map(move |key| {
+                let visible = key <= query && window.is_none_or(|w| query - key < w);
+                if visible { 0.0 } else { f32::NEG_INFINITY }
+            })
+        })
+        .collect();
+    Tensor::from_vec(values, (length, keys), device)
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::quantized::GgmlDType;
+
+    use super::*;
+
+    fn random(shape: (usize, usize, usize, usize), seed: u64) -> Tensor {
+        let mut state = seed;
+        let count = shape.0 * shape.1 * shape.2 * shape.3;
+        let values: Vec<f32> = (0..count)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1);
+                ((state >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+            })
+            .collect();
+        Tensor::from_vec(values, shape, &Device::Cpu).unwrap()
+    }
+
+    fn values_of(t: &Tensor) -> Vec<f32> {
+        t.flatten_all().unwrap().to_vec1().unwrap()
+    }
+
+    fn max_difference(a: &Tensor, b: &Tensor) -> f32 {
+        (a - b)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .max(0)
+            .unwrap()
+            .to_scalar()
+            .unwrap()
+    }
+
+    #[test]
+    fn grouped_attention_equals_attention_over_repeated_keys() {
+        let q = random((1, 6, 5, 8), 1);
+        let k = random((1, 2, 5, 8), 2);
+        let v = random((1, 2, 5, 8), 3);
+        let mask = causal_mask(5, 0, Some(3), &Device::Cpu).unwrap();
+        let ours = attend(&q, &k, &v, Some(&mask), 0.3).unwrap();
+        let k3 = candle_transformers::utils::repeat_kv(k, 3).unwrap();
+        let v3 = candle_transformers::utils::repeat_kv(v, 3).unwrap();
+        let scores = ((q.matmul(&k3.t().unwrap()).unwrap() * 0.3).unwrap())
+            .broadcast_add(&mask)
+            .unwrap();
+        let weights = candle_nn::ops::softmax_last_dim(&scores).unwrap();
+        let reference = weights.matmul(&v3.contiguous().unwrap()).unwrap();
+        assert!(max_difference(&ours, &reference) < 1e-6);
+    }
+
+    #[test]
+    fn the_cache_returns_every_position_across_growth_and_restarts() {
+        let mut cache = KvCache::default();
+        let first = random((1, 2, 500, 4), 4);
+        cache.append(&first, &first, 0).unwrap();
+        // Past the first room: the cache grows and keeps what it held.
+        let second = random((1, 2, 20, 4), 5);
+        let (keys, values) = cache.append(&second, &second, 500).unwrap();
+        let expected = Tensor::cat(&[&first, &second], 2).unwrap();
+        assert_eq!(keys.dims(), [1, 2, 520, 4]);
+        assert_eq!(values_of(&keys), values_of(&expected));
+        assert_eq!(values_of(&values), values_of(&expected));
+        // Position 0 starts again.
+        let (keys, _) = cache.append(&second, &second, 0).unwrap();
+        assert_eq!(values_of(&keys), values_of(&second));
+    }
+
+    #[test]
+    fn a_prompt_through_dequantized_weights_equals_the_quantized_product() {
+        let weight = random((1, 1, 64, 256), 6)
+            .squeeze(0)
+            .unwrap()
+            .squeeze(0)
+            .unwrap();
+        let linear = Linear::new(QTensor::quantize(&weight, GgmlDType::Q8_0).unwrap()).unwrap();
+        let rows = random((1, 1, BATCHED_ROWS, 256), 7).squeeze(0).unwrap();
+        let batched = linear.forward(&rows).unwrap();
+        let one_by_one: Vec<Tensor> = (0..BATCHED_ROWS)
+            .map(|i| linear.forward(&rows.narrow(1, i, 1).unwrap()).unwrap())
+            .collect();
+        let one_by_one = Tensor::cat(&one_by_one, 1).unwrap();
+        // The quantized product also rounds the activations to 8 bits; the dequantized one
+        // does not, so they agree to that rounding.
+        assert!(max_difference(&batched, &one_by_one) < 0.05);
+    }
+}

@@ -1,0 +1,145 @@
+//! Llama (and Mistral, `SmolLM2`) over quantized GGUF weights, on the shared decoder parts:
+//! the same arithmetic as candle-transformers' quantized Llama, with the prompt read through
+//! one matrix product per weight, keys and values cached in place and grouped-query attention
+//! without copies. Mixture-of-experts files (Mixtral) go to candle's model instead.
+
+use std::io::{Read, Seek};
+use std::sync::Arc;
+
+use candle_core::quantized::gguf_file::Content;
+use candle_core::{D, Device, IndexOp, Module, Result, Tensor};
+use candle_transformers::quantized_nn::RmsNorm;
+
+use crate::decoder::{Embedding, KvCache, Linear, Rotary, SelfAttention, causal_mask};
+
+/// llama.cpp's rotary base when the file does not name one.
+const DEFAULT_ROPE_BASE: f32 = 10_000.0;
+
+struct Layer {
+    attention_norm: RmsNorm,
+    attention: SelfAttention,
+    feed_forward_norm: RmsNorm,
+    gate: Linear,
+    up: Linear,
+    down: Linear,
+}
+
+impl Layer {
+    fn forward(
+        &mut self,
+        x: &Tensor,
+        position: usize,
+        rotary: &Rotary,
+        mask: Option<&Tensor>,
+    ) -> Result<Tensor> {
+        let normed = self.attention_norm.forward(x)?;
+        let x = (x + self.attention.forward(&normed, position, rotary, mask)?)?;
+        let h = self.feed_forward_norm.forward(&x)?;
+        let gated = (candle_nn::ops::silu(&self.gate.forward(&h)?)? * self.up.forward(&h)?)?;
+        x + self.down.forward(&gated)?
+    }
+}
+
+/// A Llama-architecture transformer ready to run.
+pub struct Llama {
+    embeddings: Embedding,
+    layers: Vec<Layer>,
+    rotary: Rotary,
+    norm: RmsNorm,
+    head: Linear,
+}
+
+impl Llama {
+    /// Whether the file holds a mixture of experts, which this model does not run.
+    pub fn has_experts(content: &Content) -> bool {
+        content
+            .metadata
+            .get("llama.expert_count")
+            .and_then(|v| v.to_u32().ok())
+            .is_some_and(|experts| experts > 1)
+    }
+
+    /// Reads the weights and settings a llama.cpp conversion writes (`llama.*` keys).
+    pub fn from_gguf<R: Read + Seek>(
+        content: &Content,
+        reader: &mut R,
+        device: &Device,
+    ) -> Result<Self> {
+        let value = |key: &str| {
+            content
+                .metadata
+                .get(&format!("llama.{key}"))
+                .ok_or_else(|| candle_core::Error::Msg(format!("no llama.{key} in the file")))
+        };
+        let count = |key: &str| value(key)?.to_u32().map(|n| n as usize);
+        let heads = count("attention.head_count")?;
+        let kv_heads = count("attention.head_count_kv")?;
+        let hidden = count("embedding_length")?;
+        // Mistral Nemo and others name a head width other than the embedding's share.
+        let head_dim = count("attention.key_length").unwrap_or(hidden / heads);
+        let rope_dimensions = count("rope.dimension_count").unwrap_or(head_dim);
+        let positions = count("context_length")?;
+        let eps = f64::from(value("attention.layer_norm_rms_epsilon")?.to_f32()?);
+        let rope_base = value("rope.freq_base")
+            .and_then(candle_core::quantized::gguf_file::Value::to_f32)
+            .unwrap_or(DEFAULT_ROPE_BASE);
+        let mut tensor = |name: &str| content.tensor(reader, name, device);
+        let embedding_table = Arc::new(tensor("token_embd.weight")?);
+        // Small models tie the output projection to the embeddings.
+        let head = if content.tensor_infos.contains_key("output.weight") {
+            Linear::new(tensor("output.weight")?)?
+        } else {
+            Linear::shared(Arc::clone(&embedding_table))?
+        };
+        let norm = RmsNorm::from_qtensor(tensor("output_norm.weight")?, eps)?;
+        let count_layers = count("block_count")?;
+        let mut layers = Vec::with_capacity(count_layers);
+        for index in 0..count_layers {
+            let mut weight = |part: &str| tensor(&format!("blk.{index}.{part}.weight"));
+            layers.push(Layer {
+                attention_norm: RmsNorm::from_qtensor(weight("attn_norm")?, eps)?,
+                attention: SelfAttention {
+                    query: Linear::new(weight("attn_q")?)?,
+                    key: Linear::new(weight("attn_k")?)?,
+                    value: Linear::new(weight("attn_v")?)?,
+                    output: Linear::new(weight("attn_output")?)?,
+                    query_norm: None,
+                    key_norm: None,
+                    window: None,
+                    heads,
+                    kv_heads,
+                    head_dim,
+                    cache: KvCache::default(),
+                },
+                feed_forward_norm: RmsNorm::from_qtensor(weight("ffn_norm")?, eps)?,
+                gate: Linear::new(weight("ffn_gate")?)?,
+                up: Linear::new(weight("ffn_up")?)?,
+                down: Linear::new(weight("ffn_down")?)?,
+            });
+        }
+        Ok(Self {
+            embeddings: Embedding::new(embedding_table),
+            layers,
+            // llama.cpp stores Llama's query and key weights for rotating adjacent pairs.
+            rotary: Rotary::new(rope_dimensions, rope_base, positions, true, device)?,
+            norm,
+            head,
+        })
+    }
+
+    /// The next token's scores after `input` (one row of ids) placed at `position`; position 0
+    /// starts a new sequence.
+    pub fn forward(&mut self, input: &Tensor, position: usize) -> Result<Tensor> {
+        let length = input.dim(1)?;
+        let mut x = self.embeddings.forward(input)?;
+        // One new token sees every key kept.
+        let mask = (length > 1)
+            .then(|| causal_mask(length, position, None, input.device()))
+            .transpose()?;
+        for layer in &mut self.layers {
+            x = layer.forward(&x, position, &self.rotary, mask.as_ref())?;
+        }
+        let last = self.norm.forward(&x.i((.., length - 1..))?)?;
+        self.head.forward(&last)?.squeeze(D::Minus2)
+    }
+}
