@@ -241,6 +241,48 @@ def scanned_pdf(path):
     page.save(path, resolution=200)
 
 
+def bound_pdf(path):
+    # A typed page with a text layer and a scanned page bound into one PDF, as an office
+    # scanner's output appended to a report makes it: only the second page needs OCR.
+    import zlib
+
+    from PIL import Image, ImageDraw, ImageFont
+
+    scan = Image.new("L", (1275, 1650), 255)
+    draw = ImageDraw.Draw(scan)
+    font = ImageFont.load_default(size=44)
+    for number, line in enumerate(["Signed delivery note", "", "The new pontoon arrived", "on 14 May with 22 floats."]):
+        draw.text((120, 160 + 70 * number), line, fill=0, font=font)
+    pixels = zlib.compress(scan.tobytes())
+    typed = b"BT /F1 14 Tf 72 720 Td (Harbour works report) Tj 0 -24 Td (The quay wall was repointed in April.) Tj ET"
+    scanned = b"q 612 0 0 792 0 0 cm /Scan Do Q"
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R 6 0 R] /Count 2 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(typed), typed),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 7 0 R "
+        b"/Resources << /XObject << /Scan 8 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(scanned), scanned),
+        b"<< /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceGray "
+        b"/BitsPerComponent 8 /Filter /FlateDecode /Length %d >>\nstream\n%s\nendstream"
+        % (scan.width, scan.height, len(pixels), pixels),
+    ]
+    pdf = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(pdf))
+        pdf += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(pdf)
+    pdf += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    for offset in offsets:
+        pdf += b"%010d 00000 n \n" % offset
+    pdf += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    path.write_bytes(bytes(pdf))
+
+
 WRITERS = {
     "ferry-handbook.docx": docx,
     "library.odt": odt,
@@ -252,6 +294,7 @@ WRITERS = {
     "committee-minutes.rtf": rtf,
     "crane-inspection.eml": eml,
     "scanned-notice.pdf": scanned_pdf,
+    "bound-report.pdf": bound_pdf,
 }
 
 if __name__ == "__main__":

@@ -30,21 +30,32 @@ fn indexed_samples() -> &'static (tempfile::TempDir, tempfile::TempDir) {
         ]));
         let report: Value = serde_json::from_slice(&output.stdout).unwrap();
         assert_eq!(report["skipped"], Value::Array(Vec::new()), "{report}");
-        assert_eq!(report["added"], 10, "{report}");
-        // Only the scanned page needed OCR, and the report says it was read that way.
+        assert_eq!(report["added"], 11, "{report}");
+        // Only the scanned pages needed OCR, and the report says which were read that way: the
+        // whole of the scanned notice, and the second page of the bound report.
         let warnings = report["warnings"].as_array().unwrap();
-        assert_eq!(warnings.len(), 1, "{report}");
+        let warned: Vec<(&str, &str)> = warnings
+            .iter()
+            .map(|w| {
+                let path = w["path"].as_str().unwrap();
+                (
+                    path.rsplit('/').next().unwrap(),
+                    w["reason"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(warned.len(), 2, "{report}");
         assert!(
-            warnings[0]["path"]
-                .as_str()
-                .unwrap()
-                .ends_with("scanned-notice.pdf")
+            warned
+                .iter()
+                .any(|(file, reason)| *file == "scanned-notice.pdf"
+                    && reason.contains("read by OCR"))
         );
         assert!(
-            warnings[0]["reason"]
-                .as_str()
-                .unwrap()
-                .contains("read by OCR")
+            warned
+                .iter()
+                .any(|(file, reason)| *file == "bound-report.pdf"
+                    && reason.starts_with("page(s) 2 had no text layer: read by OCR"))
         );
         (samples, index)
     })
@@ -172,6 +183,43 @@ fn a_scanned_page_is_read_by_ocr() {
         "scanned-notice.pdf",
         "from 3 June to 28 June",
         "",
+    );
+}
+
+#[test]
+fn a_scanned_page_bound_with_typed_ones_is_read_by_ocr_and_the_typed_ones_are_kept() {
+    assert_found(
+        "How many floats did the new pontoon arrive with?",
+        "bound-report.pdf",
+        "22 floats",
+        "",
+    );
+    assert_found(
+        "When was the quay wall repointed?",
+        "bound-report.pdf",
+        "repointed in April",
+        "",
+    );
+}
+
+#[test]
+fn without_the_ocr_programs_a_bound_scan_keeps_its_typed_pages_and_names_the_others() {
+    let (samples, _) = indexed_samples();
+    let index = tempfile::tempdir().unwrap();
+    let output = scar(index.path())
+        .env("PATH", "/nonexistent")
+        .arg("index")
+        .arg(samples.path().join("bound-report.pdf"))
+        .arg("--json")
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["added"], 1, "{report}");
+    let reason = report["warnings"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("page(s) 2 have no text layer and were left out")
+            && reason.contains("install tesseract-ocr and poppler-utils"),
+        "{report}"
     );
 }
 

@@ -33,34 +33,63 @@ pub(super) fn pdf_text(bytes: &[u8], tools: &OcrTools) -> Result<(String, usize)
     let scratch = tempfile::tempdir()?;
     let pdf = scratch.path().join("scan.pdf");
     std::fs::write(&pdf, bytes)?;
-    let prefix = scratch.path().join("page");
-    let drawn = run(Command::new(tools.rasterizer)
-        .args(["-r", RESOLUTION, "-gray", "-png"])
-        .arg(&pdf)
-        .arg(&prefix))?;
-    if !drawn.status.success() {
-        return Err(failed("pdftoppm", &drawn));
-    }
-    // `page-1.png` … or `page-01.png` …: zero-padded to the page count, so names sort in order.
-    let mut pages: Vec<_> = std::fs::read_dir(scratch.path())?
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|e| e == "png"))
-        .collect();
-    pages.sort();
-    let mut texts = Vec::new();
-    for page in &pages {
-        texts.push(read_page(page, tools)?);
-        // Pages are large; each goes once it is read.
-        std::fs::remove_file(page)?;
-    }
+    let texts = read_pages(&pdf, scratch.path(), None, tools)?;
     let text = texts
         .iter()
         .map(|text| text.trim())
         .filter(|text| !text.is_empty())
         .collect::<Vec<_>>()
         .join("\n\n");
-    Ok((text, pages.len()))
+    Ok((text, texts.len()))
+}
+
+/// The text of each of `pages` (numbered from 1) of the PDF `bytes`, in that order.
+pub(super) fn pdf_pages_text(
+    bytes: &[u8],
+    pages: &[usize],
+    tools: &OcrTools,
+) -> Result<Vec<String>, LoadError> {
+    let scratch = tempfile::tempdir()?;
+    let pdf = scratch.path().join("scan.pdf");
+    std::fs::write(&pdf, bytes)?;
+    pages
+        .iter()
+        .map(|&page| Ok(read_pages(&pdf, scratch.path(), Some(page), tools)?.concat()))
+        .collect()
+}
+
+/// Draws the pages of `pdf` (all, or the one numbered `only`) into `scratch` and reads each,
+/// in page order.
+fn read_pages(
+    pdf: &Path,
+    scratch: &Path,
+    only: Option<usize>,
+    tools: &OcrTools,
+) -> Result<Vec<String>, LoadError> {
+    let mut rasterize = Command::new(tools.rasterizer);
+    rasterize.args(["-r", RESOLUTION, "-gray", "-png"]);
+    if let Some(page) = only {
+        let page = page.to_string();
+        rasterize.args(["-f", &page, "-l", &page]);
+    }
+    let drawn = run(rasterize.arg(pdf).arg(scratch.join("page")))?;
+    if !drawn.status.success() {
+        return Err(failed("pdftoppm", &drawn));
+    }
+    // `page-1.png` … or `page-01.png` …: zero-padded to the page count, so names sort in order.
+    let mut pages: Vec<_> = std::fs::read_dir(scratch)?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|e| e == "png"))
+        .collect();
+    pages.sort();
+    let mut texts = Vec::with_capacity(pages.len());
+    for page in &pages {
+        texts.push(read_page(page, tools)?);
+        // Pages are large; each goes once it is read.
+        std::fs::remove_file(page)?;
+    }
+    Ok(texts)
 }
 
 fn read_page(page: &Path, tools: &OcrTools) -> Result<String, LoadError> {

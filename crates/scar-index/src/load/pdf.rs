@@ -10,7 +10,8 @@ use flate2::read::ZlibDecoder;
 
 use super::{LoadError, ocr};
 
-/// The text of the PDF's text layer; a reader that fails or panics makes a corrupt PDF, and so
+/// The text of the PDF's text layer, page by page; pages without one (scanned pages bound in
+/// with typed ones) are read by OCR. A reader that fails or panics makes a corrupt PDF, and so
 /// does an empty text layer when the pages cannot be read.
 pub(super) fn text(
     bytes: &[u8],
@@ -20,18 +21,82 @@ pub(super) fn text(
     if inflated_size(bytes, limit) > limit {
         return Err(LoadError::PdfInflatesTooLarge { limit });
     }
-    match catch_panic_quietly(|| pdf_extract::extract_text_from_mem(bytes)) {
-        Ok(Ok(text)) if text.trim().is_empty() => match why_no_text(bytes) {
-            LoadError::PdfNoText => scanned_text(bytes, warnings),
-            damaged => Err(damaged),
-        },
-        Ok(Ok(text)) => Ok(text),
+    match catch_panic_quietly(|| page_texts(bytes)) {
+        Ok(Ok(pages)) if pages.iter().all(|page| page.trim().is_empty()) => {
+            match why_no_text(bytes) {
+                LoadError::PdfNoText => scanned_text(bytes, warnings),
+                damaged => Err(damaged),
+            }
+        }
+        Ok(Ok(pages)) => Ok(with_scanned_pages(bytes, pages, warnings)),
         Ok(Err(error)) => Err(LoadError::CorruptPdf(Box::new(error))),
         // The panic's message is the reader's only word on the file.
         Err(panic) => Err(LoadError::CorruptPdf(
             format!("the PDF reader failed ({panic})").into(),
         )),
     }
+}
+
+/// The text layer of each page, in page order.
+fn page_texts(bytes: &[u8]) -> Result<Vec<String>, pdf_extract::OutputError> {
+    let mut document = pdf_extract::Document::load_mem(bytes)?;
+    if document.is_encrypted() {
+        // Encrypted only to restrict printing or copying: the empty password opens it, as it
+        // does in every viewer.
+        document.decrypt("")?;
+    }
+    let numbers: Vec<u32> = document.get_pages().into_keys().collect();
+    numbers
+        .into_iter()
+        .map(|number| {
+            let mut text = String::new();
+            let mut output = pdf_extract::PlainTextOutput::new(&mut text);
+            pdf_extract::output_doc_page(&document, &mut output, number)?;
+            Ok(text)
+        })
+        .collect()
+}
+
+/// The pages joined, those without a text layer read by OCR where it is installed; a warning
+/// names the pages read that way, or left out.
+fn with_scanned_pages(bytes: &[u8], mut pages: Vec<String>, warnings: &mut Vec<String>) -> String {
+    let empty: Vec<usize> = (1..=pages.len())
+        .filter(|&number| pages[number - 1].trim().is_empty())
+        .collect();
+    if !empty.is_empty() {
+        let numbers = empty
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        match ocr::pdf_pages_text(bytes, &empty, &ocr::OcrTools::default()) {
+            Ok(texts) => {
+                let read: Vec<String> = empty
+                    .iter()
+                    .zip(texts)
+                    .filter(|(_, text)| !text.trim().is_empty())
+                    .map(|(&number, text)| {
+                        pages[number - 1] = format!("\n\n{}\n\n", text.trim());
+                        number.to_string()
+                    })
+                    .collect();
+                if !read.is_empty() {
+                    warnings.push(format!(
+                        "page(s) {} had no text layer: read by OCR (tesseract)",
+                        read.join(", ")
+                    ));
+                }
+            }
+            Err(LoadError::PdfNeedsOcr) => warnings.push(format!(
+                "page(s) {numbers} have no text layer and were left out; to read them, \
+                 install tesseract-ocr and poppler-utils"
+            )),
+            Err(error) => warnings.push(format!(
+                "page(s) {numbers} have no text layer, and OCR failed on them: {error}"
+            )),
+        }
+    }
+    pages.concat()
 }
 
 /// The text of a PDF whose pages are images, by OCR, with a warning that says so.
