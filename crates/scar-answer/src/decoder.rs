@@ -9,9 +9,13 @@
 //!   than concatenated anew for every token.
 //! - [`attend`]: grouped-query attention that multiplies each key-value head by its group of
 //!   query heads at once, rather than copying keys and values once per query head.
+//!
+//! Both decoders also read their settings ([`Settings`]), their embedding table and output
+//! projection ([`embeddings_and_head`]) and each layer's attention ([`SelfAttention`]) here.
 
 use std::sync::Arc;
 
+use candle_core::quantized::gguf_file::{Content, Value};
 use candle_core::quantized::{QMatMul, QTensor};
 use candle_core::{D, DType, Device, Module, Result, Tensor};
 use candle_transformers::quantized_nn::RmsNorm;
@@ -50,19 +54,51 @@ impl Linear {
     }
 }
 
-/// An embedding table kept quantized: rows are dequantized as they are looked up.
-pub(crate) struct Embedding {
-    table: Arc<QTensor>,
+/// The settings a llama.cpp conversion writes under its architecture's name (`llama.*`,
+/// `gemma3.*`).
+pub(crate) struct Settings<'a> {
+    content: &'a Content,
+    architecture: &'a str,
 }
 
-impl Embedding {
-    pub(crate) fn new(table: Arc<QTensor>) -> Self {
-        Self { table }
+impl<'a> Settings<'a> {
+    pub(crate) fn new(content: &'a Content, architecture: &'a str) -> Self {
+        Self {
+            content,
+            architecture,
+        }
     }
 
-    pub(crate) fn forward(&self, ids: &Tensor) -> Result<Tensor> {
-        self.table.embedding(ids)
+    fn value(&self, key: &str) -> Result<&'a Value> {
+        let key = format!("{}.{key}", self.architecture);
+        self.content
+            .metadata
+            .get(&key)
+            .ok_or_else(|| candle_core::Error::Msg(format!("no {key} in the file")))
     }
+
+    pub(crate) fn count(&self, key: &str) -> Result<usize> {
+        self.value(key)?.to_u32().map(|n| n as usize)
+    }
+
+    pub(crate) fn float(&self, key: &str) -> Result<f32> {
+        self.value(key)?.to_f32()
+    }
+}
+
+/// The embedding table, kept quantized (rows are dequantized as they are looked up), and the
+/// output projection: the file's own, or the table itself where the model ties them.
+pub(crate) fn embeddings_and_head(
+    content: &Content,
+    tensor: &mut impl FnMut(&str) -> Result<QTensor>,
+) -> Result<(Arc<QTensor>, Linear)> {
+    let table = Arc::new(tensor("token_embd.weight")?);
+    let head = if content.tensor_infos.contains_key("output.weight") {
+        Linear::new(tensor("output.weight")?)?
+    } else {
+        Linear::shared(Arc::clone(&table))?
+    };
+    Ok((table, head))
 }
 
 /// Rotary position tables, for rotating pairs of adjacent dimensions (`interleaved`, as
@@ -191,6 +227,29 @@ pub(crate) struct SelfAttention {
 }
 
 impl SelfAttention {
+    /// The projections of one layer (`weight` reads `attn_q` and the rest of its tensors), with
+    /// no per-head norms and no window.
+    pub(crate) fn load(
+        weight: &mut impl FnMut(&str) -> Result<QTensor>,
+        heads: usize,
+        kv_heads: usize,
+        head_dim: usize,
+    ) -> Result<Self> {
+        Ok(Self {
+            query: Linear::new(weight("attn_q")?)?,
+            key: Linear::new(weight("attn_k")?)?,
+            value: Linear::new(weight("attn_v")?)?,
+            output: Linear::new(weight("attn_output")?)?,
+            query_norm: None,
+            key_norm: None,
+            window: None,
+            heads,
+            kv_heads,
+            head_dim,
+            cache: KvCache::default(),
+        })
+    }
+
     /// Attends from `x` (batch, length, hidden) placed at `position`; `mask` (length, keys)
     /// is needed whenever `length` is above 1.
     pub(crate) fn forward(

@@ -14,7 +14,7 @@ use candle_core::quantized::gguf_file::Content;
 use candle_core::{D, Device, IndexOp, Module, Result, Tensor};
 use candle_transformers::quantized_nn::RmsNorm;
 
-use crate::decoder::{Embedding, KvCache, Linear, Rotary, SelfAttention, causal_mask};
+use crate::decoder::{Linear, Rotary, SelfAttention, Settings, causal_mask, embeddings_and_head};
 
 /// Gemma 3's rotary bases when the file does not name them: global layers, then local ones.
 const GLOBAL_ROPE_BASE: f32 = 1_000_000.0;
@@ -53,7 +53,8 @@ impl Layer {
 
 /// A Gemma 3 transformer ready to run.
 pub struct Gemma3 {
-    embeddings: Embedding,
+    /// Quantized; rows are dequantized as they are looked up.
+    embeddings: Arc<QTensor>,
     embedding_scale: f64,
     layers: Vec<Layer>,
     /// Rotary tables of the sliding-window layers and of the global ones.
@@ -70,18 +71,9 @@ impl Gemma3 {
         reader: &mut R,
         device: &Device,
     ) -> Result<Self> {
-        let value = |key: &str| {
-            content
-                .metadata
-                .get(&format!("gemma3.{key}"))
-                .ok_or_else(|| candle_core::Error::Msg(format!("no gemma3.{key} in the file")))
-        };
-        let count = |key: &str| value(key)?.to_u32().map(|n| n as usize);
-        let base = |key: &str, default: f32| {
-            value(key)
-                .and_then(candle_core::quantized::gguf_file::Value::to_f32)
-                .unwrap_or(default)
-        };
+        let settings = Settings::new(content, "gemma3");
+        let count = |key: &str| settings.count(key);
+        let base = |key: &str, default: f32| settings.float(key).unwrap_or(default);
         let heads = count("attention.head_count")?;
         let kv_heads = count("attention.head_count_kv")?;
         let head_dim = count("attention.key_length")?;
@@ -89,18 +81,13 @@ impl Gemma3 {
         let positions = count("context_length")?;
         let window = count("attention.sliding_window")?;
         let pattern = count("attention.sliding_window_type").unwrap_or(DEFAULT_SLIDING_PATTERN);
-        let eps = f64::from(value("attention.layer_norm_rms_epsilon")?.to_f32()?);
+        let eps = f64::from(settings.float("attention.layer_norm_rms_epsilon")?);
         let global_rope = base("rope.freq_base", GLOBAL_ROPE_BASE);
         let local_rope = base("rope.local_freq_base", LOCAL_ROPE_BASE);
         let mut tensor = |name: &str| content.tensor(reader, name, device);
         let norm = |t: QTensor| RmsNorm::from_qtensor(t, eps);
-        let embedding_table = Arc::new(tensor("token_embd.weight")?);
         // Gemma ties the output projection to the embeddings unless the file has its own.
-        let head = if content.tensor_infos.contains_key("output.weight") {
-            Linear::new(tensor("output.weight")?)?
-        } else {
-            Linear::shared(Arc::clone(&embedding_table))?
-        };
+        let (embeddings, head) = embeddings_and_head(content, &mut tensor)?;
         let final_norm = norm(tensor("output_norm.weight")?)?;
         let count_layers = count("block_count")?;
         let mut layers = Vec::with_capacity(count_layers);
@@ -110,17 +97,10 @@ impl Gemma3 {
             layers.push(Layer {
                 attention_norm: norm(weight("attn_norm")?)?,
                 attention: SelfAttention {
-                    query: Linear::new(weight("attn_q")?)?,
-                    key: Linear::new(weight("attn_k")?)?,
-                    value: Linear::new(weight("attn_v")?)?,
-                    output: Linear::new(weight("attn_output")?)?,
                     query_norm: Some(norm(weight("attn_q_norm")?)?),
                     key_norm: Some(norm(weight("attn_k_norm")?)?),
                     window: sliding.then_some(window),
-                    heads,
-                    kv_heads,
-                    head_dim,
-                    cache: KvCache::default(),
+                    ..SelfAttention::load(&mut weight, heads, kv_heads, head_dim)?
                 },
                 post_attention_norm: norm(weight("post_attention_norm")?)?,
                 feed_forward_norm: norm(weight("ffn_norm")?)?,
@@ -131,7 +111,7 @@ impl Gemma3 {
             });
         }
         Ok(Self {
-            embeddings: Embedding::new(embedding_table),
+            embeddings,
             embedding_scale: (hidden as f64).sqrt(),
             layers,
             local_rotary: Rotary::new(head_dim, local_rope, positions, false, device)?,
@@ -145,7 +125,7 @@ impl Gemma3 {
     /// starts a new sequence.
     pub fn forward(&mut self, input: &Tensor, position: usize) -> Result<Tensor> {
         let length = input.dim(1)?;
-        let mut x = (self.embeddings.forward(input)? * self.embedding_scale)?;
+        let mut x = (self.embeddings.embedding(input)? * self.embedding_scale)?;
         // One new token needs no mask: its window is cut from the cache instead.
         let masks = if length > 1 {
             let device = input.device();

@@ -6,11 +6,12 @@
 use std::io::{Read, Seek};
 use std::sync::Arc;
 
+use candle_core::quantized::QTensor;
 use candle_core::quantized::gguf_file::Content;
 use candle_core::{D, Device, IndexOp, Module, Result, Tensor};
 use candle_transformers::quantized_nn::RmsNorm;
 
-use crate::decoder::{Embedding, KvCache, Linear, Rotary, SelfAttention, causal_mask};
+use crate::decoder::{Linear, Rotary, SelfAttention, Settings, causal_mask, embeddings_and_head};
 
 /// llama.cpp's rotary base when the file does not name one.
 const DEFAULT_ROPE_BASE: f32 = 10_000.0;
@@ -42,7 +43,8 @@ impl Layer {
 
 /// A Llama-architecture transformer ready to run.
 pub struct Llama {
-    embeddings: Embedding,
+    /// Quantized; rows are dequantized as they are looked up.
+    embeddings: Arc<QTensor>,
     layers: Vec<Layer>,
     rotary: Rotary,
     norm: RmsNorm,
@@ -65,13 +67,8 @@ impl Llama {
         reader: &mut R,
         device: &Device,
     ) -> Result<Self> {
-        let value = |key: &str| {
-            content
-                .metadata
-                .get(&format!("llama.{key}"))
-                .ok_or_else(|| candle_core::Error::Msg(format!("no llama.{key} in the file")))
-        };
-        let count = |key: &str| value(key)?.to_u32().map(|n| n as usize);
+        let settings = Settings::new(content, "llama");
+        let count = |key: &str| settings.count(key);
         let heads = count("attention.head_count")?;
         let kv_heads = count("attention.head_count_kv")?;
         let hidden = count("embedding_length")?;
@@ -79,18 +76,13 @@ impl Llama {
         let head_dim = count("attention.key_length").unwrap_or(hidden / heads);
         let rope_dimensions = count("rope.dimension_count").unwrap_or(head_dim);
         let positions = count("context_length")?;
-        let eps = f64::from(value("attention.layer_norm_rms_epsilon")?.to_f32()?);
-        let rope_base = value("rope.freq_base")
-            .and_then(candle_core::quantized::gguf_file::Value::to_f32)
+        let eps = f64::from(settings.float("attention.layer_norm_rms_epsilon")?);
+        let rope_base = settings
+            .float("rope.freq_base")
             .unwrap_or(DEFAULT_ROPE_BASE);
         let mut tensor = |name: &str| content.tensor(reader, name, device);
-        let embedding_table = Arc::new(tensor("token_embd.weight")?);
         // Small models tie the output projection to the embeddings.
-        let head = if content.tensor_infos.contains_key("output.weight") {
-            Linear::new(tensor("output.weight")?)?
-        } else {
-            Linear::shared(Arc::clone(&embedding_table))?
-        };
+        let (embeddings, head) = embeddings_and_head(content, &mut tensor)?;
         let norm = RmsNorm::from_qtensor(tensor("output_norm.weight")?, eps)?;
         let count_layers = count("block_count")?;
         let mut layers = Vec::with_capacity(count_layers);
@@ -98,19 +90,7 @@ impl Llama {
             let mut weight = |part: &str| tensor(&format!("blk.{index}.{part}.weight"));
             layers.push(Layer {
                 attention_norm: RmsNorm::from_qtensor(weight("attn_norm")?, eps)?,
-                attention: SelfAttention {
-                    query: Linear::new(weight("attn_q")?)?,
-                    key: Linear::new(weight("attn_k")?)?,
-                    value: Linear::new(weight("attn_v")?)?,
-                    output: Linear::new(weight("attn_output")?)?,
-                    query_norm: None,
-                    key_norm: None,
-                    window: None,
-                    heads,
-                    kv_heads,
-                    head_dim,
-                    cache: KvCache::default(),
-                },
+                attention: SelfAttention::load(&mut weight, heads, kv_heads, head_dim)?,
                 feed_forward_norm: RmsNorm::from_qtensor(weight("ffn_norm")?, eps)?,
                 gate: Linear::new(weight("ffn_gate")?)?,
                 up: Linear::new(weight("ffn_up")?)?,
@@ -118,7 +98,7 @@ impl Llama {
             });
         }
         Ok(Self {
-            embeddings: Embedding::new(embedding_table),
+            embeddings,
             layers,
             // llama.cpp stores Llama's query and key weights for rotating adjacent pairs.
             rotary: Rotary::new(rope_dimensions, rope_base, positions, true, device)?,
@@ -131,7 +111,7 @@ impl Llama {
     /// starts a new sequence.
     pub fn forward(&mut self, input: &Tensor, position: usize) -> Result<Tensor> {
         let length = input.dim(1)?;
-        let mut x = self.embeddings.forward(input)?;
+        let mut x = self.embeddings.embedding(input)?;
         // One new token sees every key kept.
         let mask = (length > 1)
             .then(|| causal_mask(length, position, None, input.device()))

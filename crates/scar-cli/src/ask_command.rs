@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use console::style;
 use scar_answer::{
-    Answer, AnswerReport, GenerationParams, Generator, LlmLocator, LoadOptions, LocalModel, Prompt,
-    RemoteModel, RemoteOptions,
+    Answer, AnswerReport, Generator, LlmLocator, LoadOptions, LocalModel, Prompt, RemoteModel,
+    RemoteOptions,
 };
 use scar_policy::{Options, Policy};
 
@@ -29,12 +29,7 @@ pub fn run(settings: &Settings, query: &str, json: bool) -> Result<ExitCode> {
     )?;
     // The paper's saving is in prompt tokens: what static ±1's context would have cost.
     let baseline_prompt_tokens = generator.count_prompt_tokens(&Prompt::from_report(&baseline))?;
-    let params = GenerationParams {
-        max_tokens: settings.max_tokens.value,
-        temperature: settings.temperature.value,
-        seed: settings.seed.value,
-        ..GenerationParams::default()
-    };
+    let params = settings.generation_params();
     if !json {
         outln!("{} {}", style("question:").bold(), inert(&report.query));
         outln!("{}\n", style(comparison(&report, &baseline)).dim());

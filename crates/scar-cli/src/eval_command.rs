@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use scar_answer::GenerationParams;
 use scar_embed::{EmbedOptions, Embedder, ModelLocator};
 use scar_eval::{
     AnswerEvalOptions, Benchmark, EvalOptions, Resolved, Scope, evaluate, evaluate_answers,
@@ -193,12 +192,7 @@ fn run_answers(
         first_stage,
         scope: args.scope,
         policies,
-        params: GenerationParams {
-            max_tokens: settings.max_tokens.value,
-            temperature: settings.temperature.value,
-            seed: settings.seed.value,
-            ..GenerationParams::default()
-        },
+        params: settings.generation_params(),
     };
     if !args.json {
         eprintln!(

@@ -467,6 +467,16 @@ impl Settings {
         Ok(scar_policy::Options::new(policy)?.with_budget(self.budget_tokens.value))
     }
 
+    /// How answers are generated: the answer settings over the library's defaults.
+    pub fn generation_params(&self) -> scar_answer::GenerationParams {
+        scar_answer::GenerationParams {
+            max_tokens: self.max_tokens.value,
+            temperature: self.temperature.value,
+            seed: self.seed.value,
+            ..scar_answer::GenerationParams::default()
+        }
+    }
+
     /// `(name, value, source)` for every setting, for `scar config`.
     pub fn rows(&self) -> Vec<(&'static str, String, Source)> {
         fn row<T: fmt::Display>(

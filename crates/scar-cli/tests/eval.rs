@@ -17,18 +17,21 @@ fn quick_eval(out: &str, extra: &[&str]) -> (Value, std::path::PathBuf) {
     let _ = std::fs::remove_dir_all(&out);
     let output = run(scar(rfc_index())
         .args(["eval", "--quick", "--json", "--k", "5"])
-        .args([
-            "--corpus".as_ref(),
-            scar_test_support::corpora().as_os_str(),
-            "--benchmark".as_ref(),
-            workspace()
-                .join("assets/benchmarks/rfc9293.json")
-                .as_os_str(),
-            "--out".as_ref(),
-            out.as_os_str(),
-        ])
+        .args(rfc_benchmark(&out))
         .args(extra));
     (serde_json::from_slice(&output.stdout).unwrap(), out)
+}
+
+/// The corpus, RFC 9293's benchmark and the output folder `out`, as `scar eval` arguments.
+fn rfc_benchmark(out: &std::path::Path) -> [std::ffi::OsString; 6] {
+    [
+        "--corpus".into(),
+        scar_test_support::corpora().into(),
+        "--benchmark".into(),
+        workspace().join("assets/benchmarks/rfc9293.json").into(),
+        "--out".into(),
+        out.into(),
+    ]
 }
 
 #[test]
@@ -310,16 +313,7 @@ fn answers_from_both_contexts_are_measured_against_the_evidence() {
             "--max-tokens",
             "24",
         ])
-        .args([
-            "--corpus".as_ref(),
-            scar_test_support::corpora().as_os_str(),
-            "--benchmark".as_ref(),
-            workspace()
-                .join("assets/benchmarks/rfc9293.json")
-                .as_os_str(),
-            "--out".as_ref(),
-            out.as_os_str(),
-        ]));
+        .args(rfc_benchmark(&out)));
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["schema"], "scar.answers/1");
     assert_eq!(report["questions"], 2);

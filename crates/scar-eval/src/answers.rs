@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use scar_answer::{Answer, GenerationParams, Generator, Prompt};
+use scar_answer::{Answer, GenerationParams, Generator};
 use scar_policy::Options;
 use scar_retrieve::{FirstStage, Retriever};
 use serde::{Deserialize, Serialize};
@@ -186,7 +186,7 @@ pub fn evaluate_answers(
             let prompt_tokens = match answer.generation.prompt_tokens {
                 Some(tokens) => Some(tokens),
                 None => generator
-                    .count_prompt_tokens(&Prompt::from_report(&report))
+                    .count_prompt_tokens(&answer.prompt)
                     .map_err(answer_error)?,
             };
             let ids: Vec<_> = report.chunks.iter().map(|chunk| chunk.id).collect();
