@@ -84,6 +84,21 @@ impl<'a> Settings<'a> {
     pub(crate) fn float(&self, key: &str) -> Result<f32> {
         self.value(key)?.to_f32()
     }
+
+    /// Query heads and key-value heads: both at least 1, the first a multiple of the second
+    /// (each key-value head serves a whole group), so that no shape is divided by zero.
+    pub(crate) fn heads(&self) -> Result<(usize, usize)> {
+        let heads = self.count("attention.head_count")?;
+        let kv_heads = self.count("attention.head_count_kv")?;
+        if kv_heads == 0 || heads == 0 || heads % kv_heads != 0 {
+            candle_core::bail!(
+                "{} query heads cannot share {} key-value heads",
+                heads,
+                kv_heads
+            );
+        }
+        Ok((heads, kv_heads))
+    }
 }
 
 /// The embedding table, kept quantized (rows are dequantized as they are looked up), and the
@@ -378,6 +393,32 @@ mod tests {
             .unwrap()
             .to_scalar()
             .unwrap()
+    }
+
+    #[test]
+    fn head_counts_that_cannot_be_grouped_are_an_error() {
+        let content = |heads: u32, kv_heads: u32| Content {
+            magic: candle_core::quantized::gguf_file::VersionedMagic::GgufV3,
+            metadata: [
+                ("llama.attention.head_count", heads),
+                ("llama.attention.head_count_kv", kv_heads),
+            ]
+            .into_iter()
+            .map(|(key, n)| (key.to_owned(), Value::U32(n)))
+            .collect(),
+            tensor_infos: std::collections::HashMap::new(),
+            tensor_data_offset: 0,
+        };
+        let heads = |h, kv| {
+            Settings::new(&content(h, kv), "llama")
+                .heads()
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(heads(9, 3), Ok((9, 3)));
+        for (h, kv) in [(9, 0), (0, 3), (9, 2)] {
+            let error = heads(h, kv).unwrap_err();
+            assert!(error.contains("cannot share"), "{error}");
+        }
     }
 
     #[test]

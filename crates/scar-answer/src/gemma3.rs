@@ -74,8 +74,7 @@ impl Gemma3 {
         let settings = Settings::new(content, "gemma3");
         let count = |key: &str| settings.count(key);
         let base = |key: &str, default: f32| settings.float(key).unwrap_or(default);
-        let heads = count("attention.head_count")?;
-        let kv_heads = count("attention.head_count_kv")?;
+        let (heads, kv_heads) = settings.heads()?;
         let head_dim = count("attention.key_length")?;
         let hidden = count("embedding_length")?;
         let positions = count("context_length")?;

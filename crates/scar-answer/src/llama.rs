@@ -69,8 +69,7 @@ impl Llama {
     ) -> Result<Self> {
         let settings = Settings::new(content, "llama");
         let count = |key: &str| settings.count(key);
-        let heads = count("attention.head_count")?;
-        let kv_heads = count("attention.head_count_kv")?;
+        let (heads, kv_heads) = settings.heads()?;
         let hidden = count("embedding_length")?;
         // Mistral Nemo and others name a head width other than the embedding's share.
         let head_dim = count("attention.key_length").unwrap_or(hidden / heads);
