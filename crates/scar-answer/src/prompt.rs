@@ -23,6 +23,9 @@ pub struct Source {
     pub document: String,
     /// Its place in the document.
     pub ordinal: u32,
+    /// Where it is, as it follows the file's name: `¶3`, `¶3, p. 2`, `› notes.md ¶3`.
+    #[serde(default)]
+    pub place: String,
 }
 
 /// A chat prompt: the instruction, the sources with the question, and what the numbers mean.
@@ -52,10 +55,14 @@ impl Prompt {
             };
             // The file name is enough for the model and for the reader; the full path stays in
             // `sources`.
-            let name = Path::new(&chunk.document)
+            let file = Path::new(&chunk.document)
                 .file_name()
                 .and_then(std::ffi::OsStr::to_str)
                 .unwrap_or(&chunk.document);
+            let name = match &chunk.attachment {
+                Some(attachment) => format!("{file} › {attachment}"),
+                None => file.to_owned(),
+            };
             let _ = write!(
                 user,
                 "\n[{number}] {name}{heading}\n{}\n",
@@ -66,6 +73,7 @@ impl Prompt {
                 chunk: chunk.id,
                 document: chunk.document.clone(),
                 ordinal: chunk.ordinal,
+                place: chunk.place(),
             });
         }
         let _ = write!(user, "\nQuestion: {}", report.query.trim());
@@ -170,6 +178,7 @@ mod tests {
                     chunk: ChunkId(10 + number as u32),
                     document: "a.md".to_owned(),
                     ordinal: number as u32,
+                    place: format!("¶{number}"),
                 })
                 .collect(),
         }

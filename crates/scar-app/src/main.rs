@@ -10,6 +10,8 @@ use clap::Parser;
 use eframe::egui;
 use scar_ui::{DeviceChoice, Environment, FileDialogs, ScarApp, Settings};
 
+mod viewer;
+
 // candle allocates and frees large tensors at a high rate; glibc's malloc turns that into
 // kernel time (docs/PERFORMANCE.md).
 #[global_allocator]
@@ -266,8 +268,8 @@ impl FileDialogs for NativeDialogs {
             .save_file()
     }
 
-    fn open_path(&self, path: &Path) -> std::io::Result<()> {
-        opener::open(path).map_err(std::io::Error::other)
+    fn open_path(&self, path: &Path, page: Option<u32>) -> std::io::Result<()> {
+        viewer::open(path, page)
     }
 }
 

@@ -91,10 +91,10 @@ fn print_sources(answer: &Answer) -> Result<()> {
             style("not cited").dim().to_string()
         };
         outln!(
-            "[{}] {} ¶{}  {mark}",
+            "[{}] {} {}  {mark}",
             source.number,
             inert(short(&source.document)),
-            source.ordinal
+            inert(&source.place)
         );
     }
     if !answer.citations.unknown.is_empty() {

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use scar_core::{ChunkId, Side};
-use scar_index::Index;
+use scar_index::{Index, Skipped};
 
 use crate::display_path;
 use crate::settings::Settings;
@@ -96,22 +96,23 @@ pub fn run(settings: &Settings, args: &InspectArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let manifest = index.manifest();
+    let skipped = scar_index::skipped_files(index.dir())?;
     if args.json {
         outln!(
             "{}",
             serde_json::json!({
                 "dir": index.dir().to_string_lossy(), "manifest": manifest, "chunks": index.len(),
-                "documents": index.documents(), "hnsw": index.hnsw(),
+                "documents": index.documents(), "hnsw": index.hnsw(), "skipped": skipped,
             })
         );
     } else {
-        print_summary(&index)?;
+        print_summary(&index, &skipped)?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// The index's settings, its dense search, and its documents.
-fn print_summary(index: &Index) -> Result<()> {
+/// The index's settings, its dense search, its documents and the files it could not read.
+fn print_summary(index: &Index, skipped: &[Skipped]) -> Result<()> {
     let manifest = index.manifest();
     outln!(
         "index {}\nmodel {} ({} dimensions, {:?} pooling), vectors {:?}\nchunker {:?}, capacity {}, overlap {}, headings prepended: {}\n{} documents, {} chunks",
@@ -139,11 +140,26 @@ fn print_summary(index: &Index) -> Result<()> {
         outln!("dense search: exact");
     }
     for document in index.documents() {
+        let attachment = document
+            .attachment
+            .as_ref()
+            .map(|name| format!(" › {}", inert(name)));
         outln!(
-            "  {:>6} chunks  {}",
+            "  {:>6} chunks  {}{}",
             document.chunk_count,
-            inert(&display_path(&document.path))
+            inert(&display_path(&document.path)),
+            attachment.unwrap_or_default()
         );
+    }
+    if !skipped.is_empty() {
+        outln!("skipped ({}):", skipped.len());
+        for file in skipped {
+            outln!(
+                "  {}: {}",
+                inert(&display_path(&file.path)),
+                inert(&file.reason)
+            );
+        }
     }
     Ok(())
 }

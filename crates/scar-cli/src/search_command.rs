@@ -117,10 +117,10 @@ fn print_report(
             format!("  {}", inert(&chunk.heading_path))
         };
         outln!(
-            "[{}] {} ¶{} ({role}, {} tokens){}",
+            "[{}] {} {} ({role}, {} tokens){}",
             n + 1,
             inert(short(&chunk.document)),
-            chunk.ordinal,
+            chunk.place(),
             chunk.tokens,
             style(heading).dim()
         );

@@ -66,8 +66,8 @@ fn indexed_samples() -> &'static (tempfile::TempDir, tempfile::TempDir) {
 const SEEDS: usize = 3;
 
 /// Asserts that one of the top seeds for `question` is a chunk of `file` holding `holds`,
-/// under `heading` or starting the section it names.
-fn assert_found(question: &str, file: &str, holds: &str, heading: &str) {
+/// under `heading` or starting the section it names; gives back that chunk.
+fn assert_found(question: &str, file: &str, holds: &str, heading: &str) -> Value {
     let (_, index) = indexed_samples();
     let report = search_json(index.path(), question, &["--k", &SEEDS.to_string()]);
     let seeds: Vec<&Value> = report["ledger"]["seeds"]
@@ -94,16 +94,19 @@ fn assert_found(question: &str, file: &str, holds: &str, heading: &str) {
         path.contains(heading) || chunk["text"].as_str().unwrap().contains(last),
         "{question}: {heading:?} is neither the heading path {path:?} nor in the chunk"
     );
+    chunk.clone()
 }
 
 #[test]
 fn a_word_table_cell_is_found_with_its_column_names() {
-    assert_found(
+    let chunk = assert_found(
         "How much is a return trip with a sea kayak?",
         "ferry-handbook.docx",
         "Vehicle: Sea kayak; Single crossing: 8 euros; Return trip: 16 euros",
         "Island ferry handbook > Fares",
     );
+    // Only documents of pages give their chunks a page.
+    assert!(chunk.get("page").is_none(), "{chunk}");
 }
 
 #[test]
@@ -168,12 +171,33 @@ fn an_epub_chapter_rtf_minutes_and_a_mail_attachment_are_found() {
         "12€ a night",
         "Harbour committee minutes",
     );
-    assert_found(
+    // The attachment is a document of its own, of the mail's file, under its own headings.
+    let attached = assert_found(
         "What load did the crane's load test reach?",
         "crane-inspection.eml",
         "14 tonnes",
-        "Attachment: inspection-notes.md > Inspection notes",
+        "Inspection notes",
     );
+    assert_eq!(attached["attachment"], "inspection-notes.md", "{attached}");
+    let (_, index) = indexed_samples();
+    let inspected: Value =
+        serde_json::from_slice(&run(scar(index.path()).args(["inspect", "--json"])).stdout)
+            .unwrap();
+    let mail: Vec<&Value> = inspected["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| {
+            d["path"]
+                .as_str()
+                .unwrap()
+                .ends_with("crane-inspection.eml")
+        })
+        .collect();
+    assert_eq!(mail.len(), 2, "{inspected}");
+    assert!(mail[0].get("attachment").is_none());
+    assert_eq!(mail[1]["attachment"], "inspection-notes.md");
+    assert_eq!(mail[0]["hash"], mail[1]["hash"]);
 }
 
 #[test]
@@ -188,17 +212,27 @@ fn a_scanned_page_is_read_by_ocr() {
 
 #[test]
 fn a_scanned_page_bound_with_typed_ones_is_read_by_ocr_and_the_typed_ones_are_kept() {
-    assert_found(
+    let scanned = assert_found(
         "How many floats did the new pontoon arrive with?",
         "bound-report.pdf",
         "22 floats",
         "",
     );
-    assert_found(
+    let typed = assert_found(
         "When was the quay wall repointed?",
         "bound-report.pdf",
         "repointed in April",
         "",
+    );
+    // Each chunk knows the page it starts on, for the viewer to open the file there: the
+    // typed page is the first; the scanned page's chunk starts on it unless it also holds the
+    // end of the first (page 1 is two lines).
+    let starts_on_first = scanned["text"].as_str().unwrap().contains("repointed");
+    assert_eq!(typed["page"], 1, "{typed}");
+    assert_eq!(
+        scanned["page"],
+        if starts_on_first { 1 } else { 2 },
+        "{scanned}"
     );
 }
 
@@ -231,6 +265,7 @@ fn without_the_ocr_programs_a_scanned_pdf_says_what_to_install() {
         .env("PATH", "/nonexistent")
         .arg("index")
         .arg(samples.path().join("scanned-notice.pdf"))
+        .arg(samples.path().join("tides.csv"))
         .arg("--json")
         .output()
         .unwrap();
@@ -239,5 +274,16 @@ fn without_the_ocr_programs_a_scanned_pdf_says_what_to_install() {
     assert!(
         reason.contains("install tesseract-ocr and poppler-utils"),
         "{report}"
+    );
+    // The index keeps the list, and `inspect` shows it.
+    let inspected: Value =
+        serde_json::from_slice(&run(scar(index.path()).args(["inspect", "--json"])).stdout)
+            .unwrap();
+    assert_eq!(inspected["skipped"], report["skipped"], "{inspected}");
+    let printed = run(scar(index.path()).arg("inspect")).stdout;
+    let printed = String::from_utf8(printed).unwrap();
+    assert!(
+        printed.contains("skipped (1):") && printed.contains("scanned-notice.pdf: "),
+        "{printed}"
     );
 }

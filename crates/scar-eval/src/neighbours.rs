@@ -127,13 +127,24 @@ impl SeamCache {
         };
         let document = match self.documents.entry(a.document.slot) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => e.insert(
-                scar_index::load_document(&a.document.path, &scar_index::LoadOptions::default())
-                    .map_err(|source| crate::EvalError::Load {
-                        path: a.document.path.clone(),
-                        source,
-                    })?,
-            ),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let file = scar_index::load_document(
+                    &a.document.path,
+                    &scar_index::LoadOptions::default(),
+                )
+                .map_err(|source| crate::EvalError::Load {
+                    path: a.document.path.clone(),
+                    source,
+                })?;
+                let attachment = a.document.attachment.as_deref();
+                e.insert(file.into_part(attachment).ok_or_else(|| {
+                    crate::EvalError::Options(format!(
+                        "{} no longer carries the attachment {}",
+                        a.document.path.display(),
+                        attachment.unwrap_or_default()
+                    ))
+                })?)
+            }
         };
         // The kind the chunker stored; the text around the cut is embedded here, for this table.
         let kind = index.seam(left, Side::Next).unwrap_or_else(|| {

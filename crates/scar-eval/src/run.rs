@@ -120,14 +120,16 @@ pub(crate) fn gold_tests<'a>(
     benchmark: &'a Resolved,
     problems: &mut Vec<String>,
 ) -> Result<Vec<ScoredTest<'a>>> {
+    // Spans point into a file's own text, never into an attachment's.
     let slots: HashMap<&Path, u32> = index
         .documents()
         .iter()
+        .filter(|d| d.attachment.is_none())
         .map(|d| (d.path.as_path(), d.slot))
         .collect();
     let mut extents: HashMap<u32, Vec<ChunkExtent>> = HashMap::new();
     for document in index.documents() {
-        if benchmark.documents.contains(&document.path) {
+        if document.attachment.is_none() && benchmark.documents.contains(&document.path) {
             let chunks = document
                 .rows()
                 .filter_map(|row| index.chunk(ChunkId(row)))

@@ -358,6 +358,8 @@ mod tests {
             format,
             text: text.to_owned(),
             headings,
+            pages: Vec::new(),
+            attachments: Vec::new(),
             warnings: Vec::new(),
             hash: String::new(),
         }

@@ -151,7 +151,7 @@ fn humanize(duration: Duration) -> String {
 }
 
 /// A file that was not indexed, and why.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Skipped {
     /// The file. Serialized for display: a name that is not UTF-8 is shown with U+FFFD.
     #[serde(serialize_with = "lossy_path")]
@@ -211,11 +211,19 @@ const SLICE_TIME: Duration = Duration::from_secs(1);
 /// Chunks in the first call to the model, before its speed is known.
 const FIRST_SLICE_CHUNKS: usize = 8;
 
-/// A document loaded and cut, waiting for its vectors.
-struct Pending {
-    file: FileToLoad,
+/// One document of a file: the file's own text, or a file it carries (an attachment).
+struct Part {
+    /// The attachment's name; `None` for the file's own text.
+    attachment: Option<String>,
     document: LoadedDocument,
     chunks: Vec<ChunkSpan>,
+}
+
+/// A file's documents loaded and cut, waiting for their vectors, which are stored together so
+/// that no commit holds part of a file. Chunks are numbered across the parts, in order.
+struct Pending {
+    file: FileToLoad,
+    parts: Vec<Part>,
     /// The key of what the model embeds for each chunk.
     keys: Vec<Key>,
     /// Each chunk's vector, once known, laid end to end.
@@ -227,6 +235,17 @@ struct Pending {
 }
 
 impl Pending {
+    /// Chunk `c` (numbered across the parts) and the part that holds it.
+    fn chunk(&self, mut c: usize) -> (&Part, &ChunkSpan) {
+        for part in &self.parts {
+            if c < part.chunks.len() {
+                return (part, &part.chunks[c]);
+            }
+            c -= part.chunks.len();
+        }
+        unreachable!("chunk numbers come from the parts")
+    }
+
     fn missing(&self) -> usize {
         self.known.iter().filter(|&&known| !known).count()
     }
@@ -243,7 +262,8 @@ impl Pending {
 /// Indexes `roots` (files or folders) into the index folder `dir`, creating it if needed.
 ///
 /// New and changed files are embedded; files gone from the roots are dropped; files that fail
-/// to load are reported in [`IndexReport::skipped`] and an earlier version of them is kept.
+/// to load are reported in [`IndexReport::skipped`] (and listed beside the index: see
+/// [`skipped_files`](crate::skipped_files)) and an earlier version of them is kept.
 /// Work is committed every [`IndexOptions::commit_every`]; setting `cancel` stops the run
 /// within about a second, keeping what was committed. What a stopped or killed run embedded
 /// for documents it had not committed is kept in the index's resume journal and not embedded
@@ -312,6 +332,7 @@ pub(crate) fn index_reusing(
         run.embed_queue()?;
     }
     let (mut report, mut state, progress) = run.finish()?;
+    crate::skip_list::record(dir, roots, &report)?;
     report.hnsw_rows_linked =
         update_hnsw(dir, options.hnsw, started, &mut state, progress, cancel)?;
     report.elapsed = started.elapsed();
@@ -324,8 +345,9 @@ struct FileToLoad {
     /// Its size and modification time (ns since the epoch) when it was found.
     size: u64,
     modified_ns: u64,
-    /// The slot of the document it replaces, if it was indexed before.
-    replaces: Option<u32>,
+    /// The slots of the documents it replaces (its own and its attachments'), if it was
+    /// indexed before.
+    replaces: Vec<u32>,
 }
 
 /// One indexing run's state: the writer, the documents waiting for vectors, the report.
@@ -373,26 +395,29 @@ impl<'a> Run<'a> {
         let roots: Vec<PathBuf> = roots.iter().filter_map(|r| r.canonicalize().ok()).collect();
         let present: std::collections::HashSet<&Path> =
             discovered.files.iter().map(PathBuf::as_path).collect();
-        let gone: Vec<u32> = self
+        let gone: Vec<&DocumentEntry> = self
             .writer
             .documents()
             .iter()
             .filter(|d| {
                 roots.iter().any(|r| d.path.starts_with(r)) && !present.contains(d.path.as_path())
             })
-            .map(|d| d.slot)
             .collect();
-        self.report.removed = gone.len();
+        // Files, not documents: a mail's attachments go with it.
+        self.report.removed = gone.iter().filter(|d| d.attachment.is_none()).count();
+        let gone: Vec<u32> = gone.iter().map(|d| d.slot).collect();
         for slot in gone {
             self.writer.remove(slot);
         }
 
-        let by_path: HashMap<&Path, &DocumentEntry> = self
-            .writer
-            .documents()
-            .iter()
-            .map(|d| (d.path.as_path(), d))
-            .collect();
+        // Each file's documents: its own first, then its attachments', which share its stamp.
+        let mut by_path: HashMap<&Path, Vec<&DocumentEntry>> = HashMap::new();
+        for document in self.writer.documents() {
+            by_path
+                .entry(document.path.as_path())
+                .or_default()
+                .push(document);
+        }
         let mut todo = Vec::new();
         for path in discovered.files {
             let Ok(metadata) = fs_err::metadata(&path) else {
@@ -402,12 +427,15 @@ impl<'a> Run<'a> {
                 });
                 continue;
             };
-            let known = by_path.get(path.as_path()).copied();
-            if known.is_some_and(|entry| entry.is_current(&metadata)) {
+            let known = by_path.get(path.as_path()).map_or(&[][..], Vec::as_slice);
+            if known
+                .first()
+                .is_some_and(|entry| entry.is_current(&metadata))
+            {
                 self.report.unchanged += 1;
             } else {
                 let (size, modified_ns) = file_stamp(&metadata);
-                let replaces = known.map(|entry| entry.slot);
+                let replaces = known.iter().map(|entry| entry.slot).collect();
                 todo.push(FileToLoad {
                     path,
                     size,
@@ -430,7 +458,7 @@ impl<'a> Run<'a> {
     /// that it did not change after all.
     fn load(&mut self, file: FileToLoad, chunker: &Chunker) -> Result<()> {
         self.state.files_done += 1;
-        let document = match load_document(&file.path, &self.options.load) {
+        let mut document = match load_document(&file.path, &self.options.load) {
             Ok(document) => document,
             Err(error) => {
                 self.bytes_finished += file.size;
@@ -441,40 +469,64 @@ impl<'a> Run<'a> {
                 return Ok(());
             }
         };
-        let unchanged = file.replaces.filter(|&slot| {
+        let unchanged = file.replaces.iter().any(|&slot| {
             self.writer
                 .documents()
                 .iter()
                 .any(|d| d.slot == slot && d.hash == document.hash)
         });
-        if let Some(slot) = unchanged {
+        if unchanged {
             // Touched but identical: remember the new timestamp, embed nothing.
-            self.writer.touch(slot, file.size, file.modified_ns);
+            for &slot in &file.replaces {
+                self.writer.touch(slot, file.size, file.modified_ns);
+            }
             self.bytes_finished += file.size;
             self.report.unchanged += 1;
             return Ok(());
         }
-        self.report
-            .warnings
-            .extend(document.warnings.iter().map(|w| Skipped {
-                path: file.path.clone(),
-                reason: w.clone(),
-            }));
-        let chunks = chunker.chunk(&document)?;
-        self.enqueue(file, document, chunks);
+        let attachments = std::mem::take(&mut document.attachments);
+        let mut parts = vec![(None, document)];
+        parts.extend(
+            attachments
+                .into_iter()
+                .map(|attachment| (Some(attachment.name), attachment.document)),
+        );
+        let mut cut = Vec::with_capacity(parts.len());
+        for (attachment, document) in parts {
+            self.report
+                .warnings
+                .extend(document.warnings.iter().map(|w| Skipped {
+                    path: file.path.clone(),
+                    reason: match &attachment {
+                        Some(name) => format!("attachment {name}: {w}"),
+                        None => w.clone(),
+                    },
+                }));
+            let chunks = chunker.chunk(&document)?;
+            cut.push(Part {
+                attachment,
+                document,
+                chunks,
+            });
+        }
+        self.enqueue(file, cut);
         Ok(())
     }
 
-    /// Queues a document for its vectors, taking those already known.
-    fn enqueue(&mut self, file: FileToLoad, document: LoadedDocument, chunks: Vec<ChunkSpan>) {
+    /// Queues a file's documents for their vectors, taking those already known.
+    fn enqueue(&mut self, file: FileToLoad, parts: Vec<Part>) {
         let prepend = self.writer.manifest().chunker.prepend_headings;
         let dimension = self.known.dimension();
-        let keys: Vec<Key> = chunks
+        let keys: Vec<Key> = parts
             .iter()
-            .map(|c| key(&c.embedding_text(&document.text, prepend)))
+            .flat_map(|part| {
+                part.chunks
+                    .iter()
+                    .map(|c| key(&c.embedding_text(&part.document.text, prepend)))
+            })
             .collect();
-        let mut vectors = vec![0.0; chunks.len() * dimension];
-        let mut known = vec![false; chunks.len()];
+        let mut vectors = vec![0.0; keys.len() * dimension];
+        let mut known = vec![false; keys.len()];
         for (i, key) in keys.iter().enumerate() {
             if let Some(vector) = self.known.get(key) {
                 vectors[i * dimension..(i + 1) * dimension].copy_from_slice(&vector);
@@ -484,8 +536,7 @@ impl<'a> Run<'a> {
         self.report.reused += known.iter().filter(|&&k| k).count();
         self.queue.push_back(Pending {
             file,
-            document,
-            chunks,
+            parts,
             keys,
             vectors,
             known,
@@ -525,8 +576,8 @@ impl<'a> Run<'a> {
         let texts: Vec<std::borrow::Cow<'_, str>> = picks
             .iter()
             .map(|&(d, c)| {
-                let pending = &self.queue[d];
-                pending.chunks[c].embedding_text(&pending.document.text, prepend)
+                let (part, chunk) = self.queue[d].chunk(c);
+                chunk.embedding_text(&part.document.text, prepend)
             })
             .collect();
         let refs: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
@@ -568,36 +619,48 @@ impl<'a> Run<'a> {
                 break;
             };
             self.bytes_finished += p.file.size;
-            if p.chunks.is_empty() {
+            if p.keys.is_empty() {
                 self.report.skipped.push(Skipped {
                     path: p.file.path,
                     reason: "no text to index".into(),
                 });
                 continue;
             }
-            if let Some(old) = p.file.replaces {
+            for &old in &p.file.replaces {
                 self.writer.remove(old);
-                self.report.updated += 1;
-            } else {
-                self.report.added += 1;
             }
-            let text = &p.document.text;
-            let token_counts = p
-                .chunks
-                .iter()
-                .map(|chunk| self.embedder.count_tokens(&text[chunk.bytes.clone()]))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(IndexError::Embed)?;
-            self.writer.append(&NewDocument {
-                path: &p.file.path,
-                hash: &p.document.hash,
-                size: p.file.size,
-                modified_ns: p.file.modified_ns,
-                text,
-                chunks: &p.chunks,
-                vectors: &p.vectors,
-                token_counts: &token_counts,
-            })?;
+            if p.file.replaces.is_empty() {
+                self.report.added += 1;
+            } else {
+                self.report.updated += 1;
+            }
+            let dimension = self.known.dimension();
+            let mut first_chunk = 0;
+            // Every part carries the file's hash: that is what tells a changed file.
+            let hash = &p.parts[0].document.hash;
+            for part in p.parts.iter().filter(|part| !part.chunks.is_empty()) {
+                let text = &part.document.text;
+                let token_counts = part
+                    .chunks
+                    .iter()
+                    .map(|chunk| self.embedder.count_tokens(&text[chunk.bytes.clone()]))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(IndexError::Embed)?;
+                let chunks = first_chunk..first_chunk + part.chunks.len();
+                first_chunk = chunks.end;
+                self.writer.append(&NewDocument {
+                    path: &p.file.path,
+                    attachment: part.attachment.as_deref(),
+                    hash,
+                    size: p.file.size,
+                    modified_ns: p.file.modified_ns,
+                    text,
+                    pages: &part.document.pages,
+                    chunks: &part.chunks,
+                    vectors: &p.vectors[chunks.start * dimension..chunks.end * dimension],
+                    token_counts: &token_counts,
+                })?;
+            }
         }
         Ok(())
     }

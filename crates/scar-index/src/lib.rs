@@ -41,6 +41,7 @@ mod load;
 mod salvage;
 mod seam;
 mod search;
+mod skip_list;
 mod store;
 mod walk;
 mod watch;
@@ -50,10 +51,11 @@ pub use error::{IndexError, Result};
 pub use hnsw::{HnswGraph, HnswInfo, HnswParams};
 pub use indexer::{HnswSetting, IndexOptions, IndexProgress, IndexReport, Skipped, index_paths};
 pub use load::{
-    Format, Heading, LoadError, LoadOptions, LoadedDocument, load_bytes, load_document,
+    Attachment, Format, Heading, LoadError, LoadOptions, LoadedDocument, load_bytes, load_document,
 };
 pub use salvage::Salvage;
 pub use seam::{seam_kind, seam_text};
 pub use search::exact_top_k;
+pub use skip_list::skipped_files;
 pub use store::{Catalog, ChunkView, DocumentEntry, Index, Manifest, VectorEncoding, is_index};
 pub use watch::{Burst, FolderWatch};

@@ -51,9 +51,12 @@ impl Salvage {
             Err(error) => damage.push(describe(&error)),
         }
         let manifest = read_any_manifest(dir).ok();
-        let documents = read_catalog_of(dir)
-            .ok()
-            .map(|catalog| catalog.documents.into_iter().map(|d| d.path).collect());
+        let documents = read_catalog_of(dir).ok().map(|catalog| {
+            // A mail's attachments are documents of the same file: the file once.
+            let mut paths: Vec<PathBuf> = catalog.documents.into_iter().map(|d| d.path).collect();
+            paths.dedup();
+            paths
+        });
         let hnsw = hnsw::read_info(dir).ok().flatten().map(|info| info.params);
         let mut known = KnownVectors::default();
         if let Some(manifest) = manifest

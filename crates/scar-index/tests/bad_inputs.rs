@@ -107,8 +107,8 @@ fn bad_files_are_reported_and_the_rest_is_indexed() {
         "{report:#?}"
     );
 
-    let index = Index::open(dir.path()).unwrap();
-    let names: Vec<String> = index
+    let opened = Index::open(dir.path()).unwrap();
+    let names: Vec<String> = opened
         .documents()
         .iter()
         .map(|doc| doc.path.file_name().unwrap().to_string_lossy().into_owned())
@@ -119,5 +119,16 @@ fn bad_files_are_reported_and_the_rest_is_indexed() {
             "{expected} not indexed: {names:?}"
         );
     }
-    assert_consistent(&index);
+    assert_consistent(&opened);
+
+    // The index keeps the list: every skipped file with its reason, until a run reads it.
+    let mut expected = report.skipped.clone();
+    expected.sort_by(|a, b| a.path.cmp(&b.path));
+    assert_eq!(scar_index::skipped_files(dir.path()).unwrap(), expected);
+    write(d, "empty.txt", "Now a file about window scaling.");
+    let again = index(dir.path(), &[d.to_path_buf()], &embedder, &options);
+    assert_eq!(again.added, 1, "{again:#?}");
+    let listed = scar_index::skipped_files(dir.path()).unwrap();
+    assert_eq!(listed.len(), expected.len() - 1, "{listed:#?}");
+    assert!(!listed.iter().any(|s| s.path.ends_with("empty.txt")));
 }

@@ -27,8 +27,10 @@ pub fn assert_consistent(index: &Index) {
     let problems = index.verify().unwrap();
     assert!(problems.is_empty(), "{problems:#?}");
     for document in index.documents() {
-        let loaded =
-            scar_index::load_document(&document.path, &scar_index::LoadOptions::default()).unwrap();
+        let loaded = scar_index::load_document(&document.path, &scar_index::LoadOptions::default())
+            .unwrap()
+            .into_part(document.attachment.as_deref())
+            .unwrap();
         let chars: Vec<char> = loaded.text.chars().collect();
         for (ordinal, id) in (0..).zip(document.rows().map(scar_core::ChunkId)) {
             let chunk = index.chunk(id).unwrap();

@@ -157,3 +157,72 @@ fn an_index_opened_while_it_is_written_is_never_reported_damaged() {
     assert!(opened > 10, "only {opened} opens");
     assert_consistent(&Index::open(dir.path()).unwrap());
 }
+
+/// A mail with `notes` attached as `notes.md`, or with nothing attached.
+fn mail(notes: Option<&str>) -> String {
+    let head = "From: ana@example.org\r\nSubject: Crane inspection\r\nMIME-Version: 1.0\r\n\
+                Content-Type: multipart/mixed; boundary=\"b1\"\r\n\r\n--b1\r\n\
+                Content-Type: text/plain\r\n\r\nThe harbour crane passed its inspection.\r\n";
+    let attachment = notes.map_or_else(String::new, |notes| {
+        format!(
+            "--b1\r\nContent-Type: text/markdown; name=\"notes.md\"\r\n\
+             Content-Disposition: attachment; filename=\"notes.md\"\r\n\r\n{notes}\r\n"
+        )
+    });
+    format!("{head}{attachment}--b1--\r\n")
+}
+
+#[test]
+fn a_mail_and_its_attachment_are_documents_that_change_and_go_together() {
+    let docs = tempfile::tempdir().unwrap();
+    let path = docs.path().join("crane.eml");
+    std::fs::write(
+        &path,
+        mail(Some("# Load test\n\nThe load test reached 14 tonnes.")),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let embedder = tiny_bert();
+    let roots = [docs.path().to_path_buf()];
+    let options = IndexOptions::default();
+    let documents = |dir: &std::path::Path| {
+        let index = Index::open(dir).unwrap();
+        assert_consistent(&index);
+        index
+            .documents()
+            .iter()
+            .map(|d| (d.name(), d.hash.clone()))
+            .collect::<Vec<_>>()
+    };
+
+    let first = index(dir.path(), &roots, &embedder, &options);
+    assert_eq!(first.added, 1, "one file: {first:#?}");
+    let listed = documents(dir.path());
+    let names: Vec<&str> = listed.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["crane.eml", "crane.eml › notes.md"]);
+    // Both carry the file's hash, so that a change to the file replaces both.
+    assert_eq!(listed[0].1, listed[1].1);
+    let reopened = Index::open(dir.path()).unwrap();
+    let hits = reopened.bm25_search("load test tonnes", 1).unwrap();
+    let top = reopened.chunk(hits[0].0).unwrap();
+    assert_eq!(top.document.attachment.as_deref(), Some("notes.md"));
+    assert_eq!(top.heading_path, "Load test");
+    drop(reopened);
+
+    let again = index(dir.path(), &roots, &embedder, &options);
+    assert_eq!((again.unchanged, again.chunks), (1, 0), "{again:#?}");
+
+    std::fs::write(&path, mail(None)).unwrap();
+    let changed = index(dir.path(), &roots, &embedder, &options);
+    assert_eq!((changed.updated, changed.added), (1, 0), "{changed:#?}");
+    let names: Vec<String> = documents(dir.path()).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["crane.eml"]);
+
+    std::fs::write(&path, mail(Some("A second note about the hook."))).unwrap();
+    index(dir.path(), &roots, &embedder, &options);
+    assert_eq!(documents(dir.path()).len(), 2);
+    std::fs::remove_file(&path).unwrap();
+    let removed = index(dir.path(), &roots, &embedder, &options);
+    assert_eq!(removed.removed, 1, "one file: {removed:#?}");
+    assert!(documents(dir.path()).is_empty());
+}

@@ -1,5 +1,6 @@
 //! What a search returns, as the CLI prints it (`--json`) and the app draws it.
 
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use scar_core::ChunkId;
@@ -30,6 +31,9 @@ pub struct ContextChunk {
     pub id: ChunkId,
     /// The document's path.
     pub document: String,
+    /// For a document carried inside the file (a mail's attachment), its name there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attachment: Option<String>,
     /// Its place in the document.
     pub ordinal: u32,
     /// Character range in the document's text, half-open.
@@ -38,10 +42,29 @@ pub struct ContextChunk {
     pub tokens: usize,
     /// Enclosing headings, " > "-joined (empty when none).
     pub heading_path: String,
+    /// The page it starts on, numbered from 1, for a document of pages (PDF); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<u32>,
     /// True for a first-stage seed, false for an added neighbour.
     pub seed: bool,
     /// The chunk's text.
     pub text: String,
+}
+
+impl ContextChunk {
+    /// Where the chunk is, as it follows the file's name: `¶3`, `¶3, p. 2` in a document of
+    /// pages, `› notes.md ¶3` in a mail's attachment.
+    #[must_use]
+    pub fn place(&self) -> String {
+        let mut place = match &self.attachment {
+            Some(name) => format!("› {name} ¶{}", self.ordinal),
+            None => format!("¶{}", self.ordinal),
+        };
+        if let Some(page) = self.page {
+            let _ = write!(place, ", p. {page}");
+        }
+        place
+    }
 }
 
 /// Everything one search decided, in the versioned layout [`SCHEMA_VERSION`].
@@ -80,10 +103,12 @@ impl SearchReport {
             .map(|chunk| ContextChunk {
                 id: chunk.id,
                 document: chunk.document.path.display().to_string(),
+                attachment: chunk.document.attachment.clone(),
                 ordinal: chunk.ordinal,
                 chars: [chunk.chars.start, chunk.chars.end],
                 tokens: chunk.token_count,
                 heading_path: chunk.heading_path.to_owned(),
+                page: chunk.page,
                 seed: seeds.contains(&chunk.id),
                 text: chunk.text.to_owned(),
             })
@@ -103,5 +128,42 @@ impl SearchReport {
                 policy_ms: ms(policy_time),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chunk_says_where_it_is_after_its_file_name() {
+        let chunk = ContextChunk {
+            id: ChunkId(4),
+            document: "/d/report.pdf".to_owned(),
+            attachment: None,
+            ordinal: 3,
+            chars: [0, 10],
+            tokens: 4,
+            heading_path: String::new(),
+            page: None,
+            seed: true,
+            text: "Crane hire".to_owned(),
+        };
+        assert_eq!(chunk.place(), "¶3");
+        let paged = ContextChunk {
+            page: Some(2),
+            ..chunk.clone()
+        };
+        assert_eq!(paged.place(), "¶3, p. 2");
+        let attached = ContextChunk {
+            attachment: Some("notes.md".to_owned()),
+            ..chunk.clone()
+        };
+        assert_eq!(attached.place(), "› notes.md ¶3");
+        // Both fields stay out of the JSON of chunks that have neither.
+        let json = serde_json::to_value(&chunk).unwrap();
+        assert!(json.get("page").is_none() && json.get("attachment").is_none());
+        let back: ContextChunk = serde_json::from_value(json).unwrap();
+        assert_eq!(back, chunk);
     }
 }

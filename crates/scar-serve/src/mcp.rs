@@ -194,8 +194,8 @@ fn ask(library: &Library, arguments: Value) -> Result<(String, Value)> {
     for source in &report.answer.prompt.sources {
         let _ = write!(
             text,
-            "\n[{}] {} ¶{}",
-            source.number, source.document, source.ordinal
+            "\n[{}] {} {}",
+            source.number, source.document, source.place
         );
     }
     Ok((text, serde_json::to_value(&report).unwrap_or_default()))
@@ -220,8 +220,9 @@ fn context_text(report: &SearchReport) -> String {
         let role = if chunk.seed { "seed" } else { "neighbour" };
         let _ = write!(
             text,
-            "\n\n[{number}] {} ¶{} ({role})",
-            chunk.document, chunk.ordinal
+            "\n\n[{number}] {} {} ({role})",
+            chunk.document,
+            chunk.place()
         );
         if !chunk.heading_path.is_empty() {
             let _ = write!(text, "\n{}", chunk.heading_path);

@@ -250,9 +250,9 @@ fn text_ui(ui: &mut egui::Ui, text: &str, sources: &[Source]) -> Option<ChunkId>
                 AnswerPiece::Cite(number) => match sources.get(number.wrapping_sub(1)) {
                     Some(source) => {
                         let hover = format!(
-                            "{} ¶{}: open it in the reader",
+                            "{} {}: open it in the reader",
                             file_name(std::path::Path::new(&source.document)),
-                            source.ordinal
+                            source.place
                         );
                         if ui
                             .link(format!("[{number}]"))

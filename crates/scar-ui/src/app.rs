@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use scar_core::{ChunkId, ErrorChain};
-use scar_index::{IndexProgress, IndexReport};
+use scar_index::{IndexProgress, IndexReport, Skipped};
 use scar_policy::{Options, Policy};
 use scar_retrieve::{Prepared, Retriever, SearchReport};
 
@@ -47,6 +47,8 @@ pub struct ScarApp {
     pub(crate) answers_started: u64,
     pub(crate) indexing: Option<Indexing>,
     pub(crate) last_indexing: Option<(PathBuf, IndexReport)>,
+    /// The files the open index could not read, as its runs listed them.
+    pub(crate) skipped: Result<Vec<Skipped>, String>,
     /// The watches over the library's sources, by index folder.
     pub(crate) watches: HashMap<PathBuf, Watch>,
     /// Entries whose files changed, waiting for an indexing run.
@@ -117,6 +119,7 @@ impl ScarApp {
             answers_started: 0,
             indexing: None,
             last_indexing: None,
+            skipped: Ok(Vec::new()),
             watches: HashMap::new(),
             stale: Vec::new(),
             error: None,
@@ -237,7 +240,11 @@ impl ScarApp {
         let events: Vec<Event> = self.worker.events().collect();
         for event in events {
             match event {
-                Event::Opened { dir, result } => self.opened(dir, result),
+                Event::Opened {
+                    dir,
+                    result,
+                    skipped,
+                } => self.opened(dir, result, skipped),
                 Event::Prepared { wish, result } => self.prepared(wish, result),
                 Event::Progress(progress) => {
                     if let Some(indexing) = &mut self.indexing {
@@ -291,7 +298,12 @@ impl ScarApp {
         }
     }
 
-    fn opened(&mut self, dir: PathBuf, result: Result<Arc<Retriever>>) {
+    fn opened(
+        &mut self,
+        dir: PathBuf,
+        result: Result<Arc<Retriever>>,
+        skipped: Result<Vec<Skipped>, String>,
+    ) {
         self.opening = None;
         // The user may have moved on to another index while this one loaded.
         if self.settings.current.as_ref() != Some(&dir) {
@@ -300,6 +312,8 @@ impl ScarApp {
         match result {
             Ok(retriever) => {
                 self.retriever = Some(retriever);
+                self.skipped =
+                    skipped.map_err(|error| format!("the list of skipped files: {error}"));
                 self.evidence = None;
                 self.clear_answer();
                 self.document = None;
@@ -573,8 +587,8 @@ impl ScarApp {
             &mut self.document,
             &mut self.selected,
         );
-        if let Some(path) = open {
-            self.worker.open_path(ui.ctx(), path);
+        if let Some((path, page)) = open {
+            self.worker.open_path(ui.ctx(), path, page);
         }
         ui.separator();
         if let Some(id) =

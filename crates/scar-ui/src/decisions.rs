@@ -11,8 +11,6 @@ use scar_policy::{
 };
 use scar_retrieve::{Prepared, SearchReport};
 
-use crate::file_name;
-
 /// Seeds: the first stage's picks.
 pub(crate) const SEED: Color32 = Color32::from_rgb(66, 135, 245);
 const ACCEPTED: Color32 = Color32::from_rgb(46, 170, 80);
@@ -262,12 +260,8 @@ pub(crate) fn decisions_ui(
                 if document != Some(position.document) {
                     document = Some(position.document);
                     ui.add_space(6.0);
-                    ui.label(
-                        RichText::new(file_name(&chunk.document.path))
-                            .strong()
-                            .size(15.0),
-                    )
-                    .on_hover_text(chunk.document.path.display().to_string());
+                    ui.label(RichText::new(chunk.document.name()).strong().size(15.0))
+                        .on_hover_text(chunk.document.path.display().to_string());
                 }
                 let in_context = report.ledger.contains(row.id);
                 if row_ui(ui, &row, &chunk, in_context, &rule) {

@@ -17,7 +17,7 @@
 //! impl FileDialogs for NoDialogs {
 //!     fn pick_folder(&self, _title: &str) -> Option<PathBuf> { None }
 //!     fn pick_save_path(&self, _file_name: &str) -> Option<PathBuf> { None }
-//!     fn open_path(&self, _path: &Path) -> std::io::Result<()> { Ok(()) }
+//!     fn open_path(&self, _path: &Path, _page: Option<u32>) -> std::io::Result<()> { Ok(()) }
 //! }
 //!
 //! let mut app = ScarApp::new(Settings::default(), Environment::default(), NoDialogs);
@@ -84,8 +84,9 @@ pub trait FileDialogs: Send + Sync + 'static {
     fn pick_folder(&self, title: &str) -> Option<PathBuf>;
     /// A file to write, proposing `file_name`; `None` if the user cancelled.
     fn pick_save_path(&self, file_name: &str) -> Option<PathBuf>;
-    /// Opens `path` with the system's default application; a folder opens in the file manager.
-    fn open_path(&self, path: &Path) -> std::io::Result<()>;
+    /// Opens `path` with the system's default application, at `page` (numbered from 1) where
+    /// the viewer can be told one; a folder opens in the file manager.
+    fn open_path(&self, path: &Path, page: Option<u32>) -> std::io::Result<()>;
 }
 
 /// The last part of a path, for labels; the whole path when it has none.

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-use scar_index::IndexReport;
+use scar_index::{IndexReport, Skipped};
 
 use crate::worker::Pick;
 use crate::{ScarApp, file_name};
@@ -116,7 +116,8 @@ impl ScarApp {
         }
     }
 
-    /// What the open index holds: its model, documents by format, chunks.
+    /// What the open index holds: its model, documents by format, chunks, and the files it
+    /// could not read.
     fn summary_ui(&self, ui: &mut egui::Ui) {
         let Some(retriever) = &self.retriever else {
             return;
@@ -128,8 +129,24 @@ impl ScarApp {
             "{} · {} chunks · {}",
             files_count(index.documents().len()),
             index.len(),
-            formats(index.documents().iter().map(|d| d.path.as_path()))
+            // An attachment counts as its own format.
+            formats(
+                index
+                    .documents()
+                    .iter()
+                    .map(|d| { d.attachment.as_deref().map_or(d.path.as_path(), Path::new) })
+            )
         ));
+        match &self.skipped {
+            Ok(skipped) if skipped.is_empty() => {}
+            Ok(skipped) => {
+                let colour = ui.visuals().error_fg_color;
+                files_ui(ui, "skipped", "skipped-in-index", skipped, colour, false);
+            }
+            Err(error) => {
+                ui.colored_label(ui.visuals().warn_fg_color, error);
+            }
+        }
     }
 }
 
@@ -174,21 +191,33 @@ fn report_ui(ui: &mut egui::Ui, dir: &Path, report: &IndexReport) {
         ),
     ];
     for (files, what, colour) in problems {
-        if files.is_empty() {
-            continue;
+        if !files.is_empty() {
+            files_ui(ui, what, what, files, colour, true);
         }
-        egui::CollapsingHeader::new(format!("{} {what}", files_count(files.len())))
-            .default_open(true)
-            .show(ui, |ui| {
-                for file in files {
-                    ui.colored_label(
-                        colour,
-                        format!("{}: {}", file_name(&file.path), file.reason),
-                    )
-                    .on_hover_text(file.path.display().to_string());
-                }
-            });
     }
+}
+
+/// A collapsible list of files, each with its reason; the full path shows on hover.
+fn files_ui(
+    ui: &mut egui::Ui,
+    what: &str,
+    id: &str,
+    files: &[Skipped],
+    colour: egui::Color32,
+    open: bool,
+) {
+    egui::CollapsingHeader::new(format!("{} {what}", files_count(files.len())))
+        .id_salt(id)
+        .default_open(open)
+        .show(ui, |ui| {
+            for file in files {
+                ui.colored_label(
+                    colour,
+                    format!("{}: {}", file_name(&file.path), file.reason),
+                )
+                .on_hover_text(file.path.display().to_string());
+            }
+        });
 }
 
 fn files_count(n: usize) -> String {

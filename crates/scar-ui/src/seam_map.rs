@@ -12,7 +12,6 @@ use scar_policy::Outcome;
 use scar_retrieve::SearchReport;
 
 use crate::decisions::{SEED, outcome_colour, outcome_glyph, outcome_text};
-use crate::file_name;
 
 const CELL: egui::Vec2 = vec2(30.0, 30.0);
 const SEAM_WIDTH: f32 = 9.0;
@@ -67,13 +66,15 @@ fn seam_colour(continuity: f32) -> Color32 {
     BREAK.lerp_to_gamma(FLOW, flow)
 }
 
+/// The seam map of the shown document and the reader of the selected chunk; gives back the
+/// file (and page) or folder the user asked to open.
 pub(crate) fn seam_map_ui(
     ui: &mut egui::Ui,
     index: &Index,
     report: &SearchReport,
     document: &mut Option<u32>,
     selected: &mut Option<ChunkId>,
-) -> Option<PathBuf> {
+) -> Option<(PathBuf, Option<u32>)> {
     let documents = index.documents();
     let shown = documents
         .iter()
@@ -82,10 +83,10 @@ pub(crate) fn seam_map_ui(
     ui.horizontal(|ui| {
         ui.heading("Seam map");
         egui::ComboBox::from_label("document")
-            .selected_text(file_name(&shown.path))
+            .selected_text(shown.name())
             .show_ui(ui, |ui| {
                 for entry in documents {
-                    ui.selectable_value(document, Some(entry.slot), file_name(&entry.path));
+                    ui.selectable_value(document, Some(entry.slot), entry.name());
                 }
             });
         legend_ui(ui);
@@ -113,10 +114,13 @@ pub(crate) fn seam_map_ui(
             let path = &chunk.document.path;
             if ui
                 .small_button("Open")
-                .on_hover_text(format!("Open {} in its viewer", path.display()))
+                .on_hover_text(match chunk.page {
+                    Some(page) => format!("Open {} at page {page} in its viewer", path.display()),
+                    None => format!("Open {} in its viewer", path.display()),
+                })
                 .clicked()
             {
-                open = Some(path.clone());
+                open = Some((path.clone(), chunk.page));
             }
             if let Some(folder) = path.parent()
                 && ui
@@ -124,12 +128,14 @@ pub(crate) fn seam_map_ui(
                     .on_hover_text(format!("Open {} in the file manager", folder.display()))
                     .clicked()
             {
-                open = Some(folder.to_owned());
+                open = Some((folder.to_owned(), None));
             }
+            let page = chunk.page.map(|page| format!(", p. {page}"));
             ui.strong(format!(
-                "{} ¶{}",
-                file_name(&chunk.document.path),
-                chunk.ordinal
+                "{} ¶{}{}",
+                chunk.document.name(),
+                chunk.ordinal,
+                page.unwrap_or_default()
             ));
             ui.weak(format!("{} tokens", chunk.token_count));
             if let Some((colour, _, label)) = Mark::of(report, chunk.id).style() {

@@ -13,7 +13,9 @@ use scar_answer::{
     Answer, GenerationParams, LlmLocator, LoadOptions, LocalModel, Turn, standalone_question,
 };
 use scar_embed::{EmbedOptions, Embedder, ModelLocator};
-use scar_index::{FolderWatch, Index, IndexOptions, IndexProgress, IndexReport, index_paths};
+use scar_index::{
+    FolderWatch, Index, IndexOptions, IndexProgress, IndexReport, Skipped, index_paths,
+};
 use scar_retrieve::{FirstStage, Prepared, Retriever, SearchReport};
 
 use crate::{Environment, FileDialogs, UiError};
@@ -32,6 +34,8 @@ pub(crate) enum Event {
     Opened {
         dir: PathBuf,
         result: Result<Arc<Retriever>, UiError>,
+        /// The files the index could not read, or why that list cannot be read.
+        skipped: Result<Vec<Skipped>, String>,
     },
     Prepared {
         wish: Wish,
@@ -268,11 +272,12 @@ impl Worker {
         });
     }
 
-    /// Opens `path` in the system's viewer, on its own thread: a viewer may take its time.
-    pub fn open_path(&self, ctx: &egui::Context, path: PathBuf) {
+    /// Opens `path` in the system's viewer, at `page` if it has pages, on its own thread: a
+    /// viewer may take its time.
+    pub fn open_path(&self, ctx: &egui::Context, path: PathBuf, page: Option<u32>) {
         let (reply, dialogs) = (self.reply(ctx), Arc::clone(&self.dialogs));
         spawn("scar-open", move || {
-            if let Err(error) = dialogs.open_path(&path) {
+            if let Err(error) = dialogs.open_path(&path, page) {
                 reply.send(Event::OpenFailed { path, error });
             }
         });
@@ -300,7 +305,13 @@ fn run(job: Job, environment: &Environment) -> Event {
             let result = Retriever::open(&dir, &locator, environment.device)
                 .map(Arc::new)
                 .map_err(Into::into);
-            Event::Opened { dir, result }
+            let skipped = scar_index::skipped_files(&dir)
+                .map_err(|error| scar_core::ErrorChain(&error).to_string());
+            Event::Opened {
+                dir,
+                result,
+                skipped,
+            }
         }
         Job::Prepare(retriever, wish) => {
             let result = retriever

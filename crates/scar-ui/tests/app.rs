@@ -335,6 +335,20 @@ fn adding_a_folder_indexes_it_in_the_background_and_lists_unreadable_files() {
             .iter()
             .all(|c| c.document.ends_with("ferry-handbook.md"))
     );
+
+    // Started again, the library still says what the index left out and why.
+    let settings = harness.state().settings().clone();
+    let reopened = ScarApp::new(
+        settings,
+        environment(&library.path().join("indexes")),
+        Picks::default(),
+    );
+    let mut harness = crate::common::harness(reopened);
+    settle(&mut harness);
+    assert!(harness.query_by_label("1 file not indexed").is_none());
+    harness.get_by_label("1 file skipped").click();
+    harness.run_steps(2);
+    harness.get_by_label_contains("broken.pdf: ");
 }
 
 /// A folder dropped on the window, as the window system hands it over.
@@ -596,7 +610,10 @@ fn the_reader_opens_its_document_and_the_folder_that_holds_it() {
     wait_for(2);
     assert_eq!(
         *opened.lock().unwrap(),
-        [document.clone(), document.parent().unwrap().to_owned()]
+        [
+            (document.clone(), None),
+            (document.parent().unwrap().to_owned(), None)
+        ]
     );
 }
 
@@ -621,4 +638,72 @@ fn a_library_entry_follows_files_added_to_and_removed_from_its_folder() {
     // A run the watch started leaves the current index where it was, open again.
     assert_eq!(harness.state().settings().current.as_ref(), Some(&dir));
     harness.get_by_label_contains("0 added, 0 updated, 1 removed");
+}
+
+#[test]
+fn a_pdf_chunk_opens_its_file_at_the_page_it_starts_on() {
+    let library = tempfile::tempdir().unwrap();
+    let reports = library.path().join("reports");
+    std::fs::create_dir(&reports).unwrap();
+    let topics = [
+        "harbour fees are paid at the office before a boat leaves the quay",
+        "moorings on the north pontoon are let by the season from April",
+        "the crane lifts boats of up to fourteen tonnes on weekday mornings",
+    ];
+    let pages: Vec<String> = topics
+        .iter()
+        .map(|topic| scar_test_support::pdf_text_page(&[*topic; 12]))
+        .collect();
+    let pages: Vec<&str> = pages.iter().map(String::as_str).collect();
+    let pdf = reports.join("harbour-rules.pdf");
+    std::fs::write(&pdf, scar_test_support::pdf_with_pages(&pages)).unwrap();
+    let picks = Picks {
+        folder: Some(reports.clone()),
+        ..Picks::default()
+    };
+    let opened = std::sync::Arc::clone(&picks.opened);
+    let settings = Settings {
+        controls: one_seed(),
+        ..Settings::default()
+    };
+    let app = ScarApp::new(
+        settings,
+        environment(&library.path().join("indexes")),
+        picks,
+    );
+    let mut harness = harness(app);
+    harness.run_steps(2);
+    harness.get_by_label("➕ Add folder…").click();
+    step_until(&mut harness, |harness| {
+        !harness.state().settings().library.is_empty() && !harness.state().is_busy()
+    });
+    harness
+        .state_mut()
+        .ask("How heavy a boat can the crane lift?");
+    settle(&mut harness);
+
+    let dir = harness.state().settings().library[0].dir.clone();
+    let index = scar_index::Index::open(&dir).unwrap();
+    let document = &index.documents()[0];
+    let last = index
+        .chunk(scar_core::ChunkId(document.rows().end - 1))
+        .unwrap();
+    let page = last.page.expect("a PDF's chunks know their page");
+    assert!(page > 1, "the last chunk starts on page {page}");
+    harness
+        .get_by_role_and_label(Role::Button, &format!("¶{}", last.ordinal))
+        .click();
+    harness.run_steps(2);
+    harness.get_by_label_contains(&format!("¶{}, p. {page}", last.ordinal));
+    harness.get_by_label("Open").click();
+    harness.run_steps(1);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while opened.lock().unwrap().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "nothing was opened");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(
+        *opened.lock().unwrap(),
+        [(document.path.clone(), Some(page))]
+    );
 }

@@ -22,13 +22,16 @@ pub fn environment(library_dir: &Path) -> Environment {
     }
 }
 
+/// A path the viewer was asked to open, with the page asked for.
+pub type Opened = (PathBuf, Option<u32>);
+
 /// Dialogs that answer with fixed paths, as a user would pick them, and a viewer that notes
 /// what it was asked to open.
 #[derive(Default)]
 pub struct Picks {
     pub folder: Option<PathBuf>,
     pub save_path: Option<PathBuf>,
-    pub opened: Arc<Mutex<Vec<PathBuf>>>,
+    pub opened: Arc<Mutex<Vec<Opened>>>,
 }
 
 impl FileDialogs for Picks {
@@ -40,8 +43,8 @@ impl FileDialogs for Picks {
         self.save_path.clone()
     }
 
-    fn open_path(&self, path: &Path) -> std::io::Result<()> {
-        self.opened.lock().unwrap().push(path.to_owned());
+    fn open_path(&self, path: &Path, page: Option<u32>) -> std::io::Result<()> {
+        self.opened.lock().unwrap().push((path.to_owned(), page));
         Ok(())
     }
 }

@@ -1,6 +1,6 @@
 //! E-mail messages (`.eml`) through mail-parser: the subject as the heading, the sender,
-//! recipients and date under it, then the text; attachments in a format the loader reads follow
-//! as sections headed by their file names.
+//! recipients and date under it, then the text; attachments in a format the loader reads are
+//! documents of their own, named by their file names.
 
 use std::path::Path;
 
@@ -8,13 +8,15 @@ use mail_parser::{Address, MessageParser, MimeHeaders};
 
 use super::outline::Outline;
 use super::zipped::corrupt;
-use super::{Format, Heading, LoadError, LoadOptions, load_bytes};
+use super::{Attachment, Format, Heading, LoadError, LoadOptions, load_bytes};
 
+/// The message's text and headings, and its attachments in formats the loader reads; an
+/// attachment that cannot be read is a warning.
 pub(super) fn to_text(
     bytes: &[u8],
     limit: u64,
     warnings: &mut Vec<String>,
-) -> Result<(String, Vec<Heading>), LoadError> {
+) -> Result<(String, Vec<Heading>, Vec<Attachment>), LoadError> {
     let message = MessageParser::default()
         .parse(bytes)
         .ok_or_else(|| corrupt("e-mail", "it has no message headers"))?;
@@ -44,6 +46,7 @@ pub(super) fn to_text(
     let options = LoadOptions {
         max_file_bytes: limit,
     };
+    let mut attachments = Vec::new();
     for attachment in message.attachments() {
         let Some(name) = attachment.attachment_name() else {
             continue;
@@ -53,9 +56,18 @@ pub(super) fn to_text(
             continue;
         }
         match load_bytes(Path::new(name), attachment.contents(), &options) {
-            Ok(document) => {
-                outline.heading(1, &format!("Attachment: {name}"));
-                outline.section(&document.text, shift_levels(document.headings));
+            Ok(mut document) => {
+                // A forwarded mail's own attachments are documents beside it, named by the way
+                // to them.
+                let inner = std::mem::take(&mut document.attachments);
+                attachments.push(Attachment {
+                    name: name.to_owned(),
+                    document,
+                });
+                attachments.extend(inner.into_iter().map(|attachment| Attachment {
+                    name: format!("{name} › {}", attachment.name),
+                    ..attachment
+                }));
             }
             Err(error) => warnings.push(format!(
                 "attachment {name} left out: {}",
@@ -63,7 +75,8 @@ pub(super) fn to_text(
             )),
         }
     }
-    Ok(outline.finish())
+    let (text, headings) = outline.finish();
+    Ok((text, headings, attachments))
 }
 
 /// Names and addresses as a mail client shows them: `Ana Ruiz <ana@example.org>, …`.
@@ -81,23 +94,12 @@ fn addresses(address: &Address) -> String {
         .join(", ")
 }
 
-/// An attachment's headings one level below its `Attachment:` heading.
-fn shift_levels(headings: Vec<Heading>) -> Vec<Heading> {
-    headings
-        .into_iter()
-        .map(|heading| Heading {
-            level: (heading.level + 1).min(6),
-            ..heading
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn headers_text_and_readable_attachments_become_sections() {
+    fn headers_and_text_are_the_message_and_readable_attachments_documents_of_their_own() {
         let message = "From: Ana Ruiz <ana@example.org>\r\n\
 To: harbour@example.org\r\n\
 Subject: Crane inspection\r\n\
@@ -113,7 +115,8 @@ Content-Disposition: attachment; filename=\"notes.md\"\r\n\r\n\
 Content-Disposition: attachment; filename=\"photo.raw\"\r\n\r\n\
 xyz\r\n--b1--\r\n";
         let mut warnings = Vec::new();
-        let (text, headings) = to_text(message.as_bytes(), 1 << 20, &mut warnings).unwrap();
+        let (text, headings, attachments) =
+            to_text(message.as_bytes(), 1 << 20, &mut warnings).unwrap();
         assert!(
             text.starts_with(
                 "Crane inspection\n\nFrom: Ana Ruiz <ana@example.org>\nTo: harbour@example.org\n\
@@ -122,22 +125,24 @@ xyz\r\n--b1--\r\n";
             "{text}"
         );
         assert!(
-            text.contains("Attachment: notes.md\n\n# Findings"),
+            !text.contains("Findings") && !text.contains("xyz"),
             "{text}"
         );
-        assert!(!text.contains("xyz"));
         let titles: Vec<(u8, &str)> = headings
             .iter()
             .map(|h| (h.level, h.title.as_str()))
             .collect();
+        assert_eq!(titles, [(1, "Crane inspection")]);
+        // The raw photo is in no format the loader reads: not a document, not a warning.
+        assert_eq!(attachments.len(), 1);
+        let notes = &attachments[0];
+        assert_eq!(notes.name, "notes.md");
+        assert_eq!(notes.document.format, Format::Markdown);
         assert_eq!(
-            titles,
-            [
-                (1, "Crane inspection"),
-                (1, "Attachment: notes.md"),
-                (2, "Findings")
-            ]
+            notes.document.text,
+            "# Findings\r\n\r\nCable worn at the hook."
         );
+        assert_eq!(notes.document.headings[0].title, "Findings");
         assert!(warnings.is_empty(), "{warnings:?}");
     }
 }

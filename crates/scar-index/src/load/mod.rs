@@ -129,10 +129,39 @@ pub struct LoadedDocument {
     pub text: String,
     /// Headings in the order they appear in `text`.
     pub headings: Vec<Heading>,
+    /// For a document of pages (PDF), the byte offset in `text` where each page starts, in page
+    /// order; empty for the other formats.
+    pub pages: Vec<usize>,
+    /// Files carried inside this one (a mail's attachments) in formats the loader reads, each
+    /// read as a document of its own.
+    pub attachments: Vec<Attachment>,
     /// Problems that did not stop loading, such as replaced invalid UTF-8.
     pub warnings: Vec<String>,
     /// blake3 of the file's bytes as lowercase hex, to notice when it changes.
     pub hash: String,
+}
+
+impl LoadedDocument {
+    /// The document itself (`attachment` `None`), or the attachment of that name it carries.
+    #[must_use]
+    pub fn into_part(self, attachment: Option<&str>) -> Option<Self> {
+        let Some(name) = attachment else {
+            return Some(self);
+        };
+        self.attachments
+            .into_iter()
+            .find(|carried| carried.name == name)
+            .map(|carried| carried.document)
+    }
+}
+
+/// A file carried inside another, read as a document of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attachment {
+    /// Its file name inside the file that carries it.
+    pub name: String,
+    /// What it holds.
+    pub document: LoadedDocument,
 }
 
 /// Settings for [`load_document`].
@@ -276,6 +305,8 @@ pub fn load_bytes(
     }
 
     let mut warnings = Vec::new();
+    let mut pages = Vec::new();
+    let mut attachments = Vec::new();
     let (text, headings) = match format {
         Format::Text => {
             let text = decode_utf8(bytes, &mut warnings)?;
@@ -289,7 +320,8 @@ pub fn load_bytes(
         }
         Format::Html => html::to_text(&decode_utf8(bytes, &mut warnings)?),
         Format::Pdf => {
-            let text = pdf::text(bytes, limit, &mut warnings)?;
+            let text;
+            (text, pages) = pdf::text(bytes, limit, &mut warnings)?;
             let headings = text::headings(&text);
             (text, headings)
         }
@@ -305,7 +337,11 @@ pub fn load_bytes(
         }
         Format::Epub => epub::to_text(bytes, limit)?,
         Format::Rtf => rtf::to_text(bytes)?,
-        Format::Email => eml::to_text(bytes, limit, &mut warnings)?,
+        Format::Email => {
+            let (text, headings);
+            (text, headings, attachments) = eml::to_text(bytes, limit, &mut warnings)?;
+            (text, headings)
+        }
     };
     if text.trim().is_empty() {
         return Err(LoadError::Empty);
@@ -314,6 +350,8 @@ pub fn load_bytes(
         format,
         text,
         headings,
+        pages,
+        attachments,
         warnings,
         hash: content_hash(bytes),
     })

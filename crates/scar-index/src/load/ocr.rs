@@ -27,20 +27,13 @@ impl Default for OcrTools<'_> {
 /// Page images at 300 dots per inch, in grey: what tesseract reads best.
 const RESOLUTION: &str = "300";
 
-/// The text of every page of the PDF `bytes`, pages separated by blank lines, and how many
-/// pages were read; [`LoadError::PdfNeedsOcr`] when the programs are not installed.
-pub(super) fn pdf_text(bytes: &[u8], tools: &OcrTools) -> Result<(String, usize), LoadError> {
+/// The text of every page of the PDF `bytes`, in page order; [`LoadError::PdfNeedsOcr`] when
+/// the programs are not installed.
+pub(super) fn pdf_text(bytes: &[u8], tools: &OcrTools) -> Result<Vec<String>, LoadError> {
     let scratch = tempfile::tempdir()?;
     let pdf = scratch.path().join("scan.pdf");
     std::fs::write(&pdf, bytes)?;
-    let texts = read_pages(&pdf, scratch.path(), None, tools)?;
-    let text = texts
-        .iter()
-        .map(|text| text.trim())
-        .filter(|text| !text.is_empty())
-        .collect::<Vec<_>>()
-        .join("\n\n");
-    Ok((text, texts.len()))
+    read_pages(&pdf, scratch.path(), None, tools)
 }
 
 /// The text of each of `pages` (numbered from 1) of the PDF `bytes`, in that order.

@@ -10,14 +10,15 @@ use flate2::read::ZlibDecoder;
 
 use super::{LoadError, ocr};
 
-/// The text of the PDF's text layer, page by page; pages without one (scanned pages bound in
-/// with typed ones) are read by OCR. A reader that fails or panics makes a corrupt PDF, and so
-/// does an empty text layer when the pages cannot be read.
+/// The text of the PDF's text layer, page by page, and the byte offset in it where each page
+/// starts; pages without one (scanned pages bound in with typed ones) are read by OCR. A reader
+/// that fails or panics makes a corrupt PDF, and so does an empty text layer when the pages
+/// cannot be read.
 pub(super) fn text(
     bytes: &[u8],
     limit: u64,
     warnings: &mut Vec<String>,
-) -> Result<String, LoadError> {
+) -> Result<(String, Vec<usize>), LoadError> {
     if inflated_size(bytes, limit) > limit {
         return Err(LoadError::PdfInflatesTooLarge { limit });
     }
@@ -28,7 +29,7 @@ pub(super) fn text(
                 damaged => Err(damaged),
             }
         }
-        Ok(Ok(pages)) => Ok(with_scanned_pages(bytes, pages, warnings)),
+        Ok(Ok(pages)) => Ok(joined(&with_scanned_pages(bytes, pages, warnings))),
         Ok(Err(error)) => Err(LoadError::CorruptPdf(Box::new(error))),
         // The panic's message is the reader's only word on the file.
         Err(panic) => Err(LoadError::CorruptPdf(
@@ -57,9 +58,29 @@ fn page_texts(bytes: &[u8]) -> Result<Vec<String>, pdf_extract::OutputError> {
         .collect()
 }
 
-/// The pages joined, those without a text layer read by OCR where it is installed; a warning
-/// names the pages read that way, or left out.
-fn with_scanned_pages(bytes: &[u8], mut pages: Vec<String>, warnings: &mut Vec<String>) -> String {
+/// The pages laid end to end, and the offset where each starts.
+fn joined(pages: &[String]) -> (String, Vec<usize>) {
+    let mut text = String::with_capacity(pages.iter().map(String::len).sum());
+    let mut starts = Vec::with_capacity(pages.len());
+    for page in pages {
+        starts.push(text.len());
+        text.push_str(page);
+    }
+    (text, starts)
+}
+
+/// A page read by OCR, set apart from its neighbours as a page of the text layer is.
+fn ocr_page(text: &str) -> String {
+    format!("\n\n{}\n\n", text.trim())
+}
+
+/// The pages, those without a text layer read by OCR where it is installed; a warning names
+/// the pages read that way, or left out.
+fn with_scanned_pages(
+    bytes: &[u8],
+    mut pages: Vec<String>,
+    warnings: &mut Vec<String>,
+) -> Vec<String> {
     let empty: Vec<usize> = (1..=pages.len())
         .filter(|&number| pages[number - 1].trim().is_empty())
         .collect();
@@ -76,7 +97,7 @@ fn with_scanned_pages(bytes: &[u8], mut pages: Vec<String>, warnings: &mut Vec<S
                     .zip(texts)
                     .filter(|(_, text)| !text.trim().is_empty())
                     .map(|(&number, text)| {
-                        pages[number - 1] = format!("\n\n{}\n\n", text.trim());
+                        pages[number - 1] = ocr_page(&text);
                         number.to_string()
                     })
                     .collect();
@@ -96,19 +117,24 @@ fn with_scanned_pages(bytes: &[u8], mut pages: Vec<String>, warnings: &mut Vec<S
             )),
         }
     }
-    pages.concat()
+    pages
 }
 
 /// The text of a PDF whose pages are images, by OCR, with a warning that says so.
-fn scanned_text(bytes: &[u8], warnings: &mut Vec<String>) -> Result<String, LoadError> {
-    let (text, pages) = ocr::pdf_text(bytes, &ocr::OcrTools::default())?;
-    if text.trim().is_empty() {
+fn scanned_text(
+    bytes: &[u8],
+    warnings: &mut Vec<String>,
+) -> Result<(String, Vec<usize>), LoadError> {
+    let pages = ocr::pdf_text(bytes, &ocr::OcrTools::default())?;
+    if pages.iter().all(|page| page.trim().is_empty()) {
         return Err(LoadError::PdfNoText);
     }
     warnings.push(format!(
-        "no text layer: the text of its {pages} page(s) was read by OCR (tesseract)"
+        "no text layer: the text of its {} page(s) was read by OCR (tesseract)",
+        pages.len()
     ));
-    Ok(text)
+    let pages: Vec<String> = pages.iter().map(|page| ocr_page(page)).collect();
+    Ok(joined(&pages))
 }
 
 /// What the PDF's zlib-compressed streams inflate to, in total, counted up to just past `limit`
@@ -221,44 +247,34 @@ fn catch_panic_quietly<T>(f: impl FnOnce() -> T + UnwindSafe) -> Result<T, Strin
 
 #[cfg(test)]
 mod tests {
-    use std::fmt::Write;
-
     use super::*;
     use crate::load::tests::load;
     use crate::load::{Format, content_hash};
 
     /// A one-page PDF whose page draws `content` with Helvetica, with a correct xref table.
     fn pdf_with_page_content(content: &str) -> Vec<u8> {
-        let objects = [
-            "<< /Type /Catalog /Pages 2 0 R >>".to_owned(),
-            "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_owned(),
-            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R \
-             /Resources << /Font << /F1 5 0 R >> >> >>"
-                .to_owned(),
-            format!(
-                "<< /Length {} >>\nstream\n{content}\nendstream",
-                content.len()
-            ),
-            "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_owned(),
-        ];
-        let mut pdf = String::from("%PDF-1.4\n");
-        let mut offsets = Vec::new();
-        for (number, body) in (1..).zip(&objects) {
-            offsets.push(pdf.len());
-            writeln!(pdf, "{number} 0 obj\n{body}\nendobj").unwrap();
+        scar_test_support::pdf_with_pages(&[content])
+    }
+
+    #[test]
+    fn each_page_starts_where_its_text_does() {
+        let words = ["Harbour fees", "Mooring rules", "Crane hire"];
+        let contents = words.map(|w| format!("BT /F1 12 Tf 72 720 Td ({w}) Tj ET"));
+        let pdf = scar_test_support::pdf_with_pages(&contents.each_ref().map(String::as_str));
+        let document = load("rules.pdf", &pdf).unwrap();
+        assert_eq!(document.pages.len(), 3, "{document:?}");
+        assert_eq!(document.pages[0], 0);
+        for (page, word) in words.iter().enumerate() {
+            let start = document.pages[page];
+            let end = document
+                .pages
+                .get(page + 1)
+                .copied()
+                .unwrap_or(document.text.len());
+            assert_eq!(document.text[start..end].trim(), *word, "page {}", page + 1);
         }
-        let xref_offset = pdf.len();
-        let count = objects.len() + 1;
-        writeln!(pdf, "xref\n0 {count}\n0000000000 65535 f ").unwrap();
-        for offset in offsets {
-            writeln!(pdf, "{offset:010} 00000 n ").unwrap();
-        }
-        writeln!(
-            pdf,
-            "trailer\n<< /Size {count} /Root 1 0 R >>\nstartxref\n{xref_offset}\n%%EOF"
-        )
-        .unwrap();
-        pdf.into_bytes()
+        // Formats without pages have none.
+        assert!(load("notes.txt", b"Crane hire").unwrap().pages.is_empty());
     }
 
     #[test]
@@ -367,7 +383,7 @@ mod tests {
             .collect::<Vec<_>>()
             .join("\n");
         // The page's content stream names an object the file does not hold.
-        let lost_content = good.replace("/Contents 4 0 R", "/Contents 9 0 R");
+        let lost_content = good.replace("/Contents 5 0 R", "/Contents 9 0 R");
         for (what, pdf) in [
             ("lost objects", lost_objects),
             ("lost content", lost_content),

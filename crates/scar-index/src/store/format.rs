@@ -79,6 +79,10 @@ pub struct DocumentEntry {
     /// Canonical path of the file, exactly as the file system spells it.
     #[serde(with = "stored_path")]
     pub path: PathBuf,
+    /// For a document carried inside the file (a mail's attachment), its name there; the
+    /// file's own text has none. A file's documents share its hash, size and time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attachment: Option<String>,
     /// blake3 of the file's bytes.
     pub hash: String,
     /// File size and modification time (ns since the epoch) when indexed: a cheap change check.
@@ -89,6 +93,10 @@ pub struct DocumentEntry {
     pub first_row: u32,
     /// Number of chunks.
     pub chunk_count: u32,
+    /// For a document of pages (PDF), the byte offset in its text where each page starts;
+    /// empty for the other formats, and in catalogs written before pages were kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pages: Vec<u32>,
 }
 
 /// Paths in the catalog: a JSON string when they are UTF-8 (as every catalog has written them),
@@ -157,6 +165,27 @@ impl DocumentEntry {
     #[must_use]
     pub fn rows(&self) -> Range<u32> {
         self.first_row..self.first_row.saturating_add(self.chunk_count)
+    }
+
+    /// The file's name, and an attachment's name inside it: `mail.eml › notes.md`.
+    #[must_use]
+    pub fn name(&self) -> String {
+        let file = self.path.file_name().unwrap_or(self.path.as_os_str());
+        let file = file.to_string_lossy();
+        match &self.attachment {
+            Some(attachment) => format!("{file} › {attachment}"),
+            None => file.into_owned(),
+        }
+    }
+
+    /// The page (numbered from 1) on which the text at byte `offset` stands, for a document
+    /// of pages.
+    #[must_use]
+    pub fn page_at(&self, offset: usize) -> Option<u32> {
+        let before = self
+            .pages
+            .partition_point(|&start| start as usize <= offset);
+        (before > 0).then_some(before as u32)
     }
 }
 
@@ -450,11 +479,13 @@ mod tests {
         let document = |slot, first_row, chunk_count| DocumentEntry {
             slot,
             path: PathBuf::from(format!("{slot}.txt")),
+            attachment: None,
             hash: String::new(),
             size: 0,
             modified_ns: 0,
             first_row,
             chunk_count,
+            pages: Vec::new(),
         };
         let catalog = Catalog {
             rows: 10,
@@ -466,17 +497,43 @@ mod tests {
     }
 
     #[test]
+    fn a_chunk_stands_on_the_page_whose_start_it_follows() {
+        let json = r#"{"slot":1,"path":"/d/a.pdf","hash":"h","size":2,"modified_ns":3,
+            "first_row":0,"chunk_count":4}"#;
+        let mut entry: DocumentEntry = serde_json::from_str(json).unwrap();
+        // A catalog written before pages were kept: no pages, nothing guessed.
+        assert!(entry.pages.is_empty());
+        assert_eq!(entry.page_at(0), None);
+        entry.pages = vec![0, 100, 100, 250];
+        let pages: Vec<Option<u32>> = [0, 99, 100, 249, 250, 9_999]
+            .map(|offset| entry.page_at(offset))
+            .to_vec();
+        // Page 2 is empty: text at its start belongs to page 3, which starts there too.
+        assert_eq!(
+            pages,
+            [Some(1), Some(1), Some(3), Some(3), Some(4), Some(4)]
+        );
+        let written = serde_json::to_string(&entry).unwrap();
+        assert_eq!(
+            serde_json::from_str::<DocumentEntry>(&written).unwrap(),
+            entry
+        );
+    }
+
+    #[test]
     fn paths_round_trip_whatever_their_bytes() {
         use std::os::unix::ffi::OsStrExt;
 
         let entry = |path: PathBuf| DocumentEntry {
             slot: 1,
             path,
+            attachment: None,
             hash: "h".into(),
             size: 2,
             modified_ns: 3,
             first_row: 0,
             chunk_count: 1,
+            pages: Vec::new(),
         };
         let odd = entry(PathBuf::from(std::ffi::OsStr::from_bytes(
             b"/d/bad\xffname.txt",

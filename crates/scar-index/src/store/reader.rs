@@ -58,6 +58,8 @@ pub struct ChunkView<'a> {
     pub token_count: usize,
     /// Innermost enclosing heading's index, if the document has headings.
     pub section: Option<u32>,
+    /// The page the chunk starts on (numbered from 1), for a document of pages (PDF).
+    pub page: Option<u32>,
     /// Headings enclosing the chunk, joined by " > ".
     pub heading_path: &'a str,
     /// The chunk's own text.
@@ -416,6 +418,7 @@ impl Index {
             chars: record.chars.0 as usize..record.chars.1 as usize,
             token_count: record.token_count as usize,
             section: record.section,
+            page: document.page_at(record.bytes.0 as usize),
             heading_path,
             text,
         })

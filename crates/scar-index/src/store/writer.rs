@@ -21,6 +21,8 @@ use crate::{IndexError, Result};
 pub(crate) struct NewDocument<'a> {
     /// The file.
     pub path: &'a Path,
+    /// The attachment's name, for a document carried inside the file.
+    pub attachment: Option<&'a str>,
     /// blake3 of its bytes.
     pub hash: &'a str,
     /// Its size and modification time (ns since the epoch).
@@ -29,6 +31,8 @@ pub(crate) struct NewDocument<'a> {
     pub modified_ns: u64,
     /// Its text, into which the chunks' ranges point.
     pub text: &'a str,
+    /// Where each of its pages starts in `text`, for a document of pages.
+    pub pages: &'a [usize],
     /// Its chunks, in order.
     pub chunks: &'a [ChunkSpan],
     /// The chunks' embeddings, one row each, laid end to end.
@@ -174,11 +178,13 @@ impl Writer {
         self.catalog.documents.push(DocumentEntry {
             slot,
             path: document.path.to_owned(),
+            attachment: document.attachment.map(str::to_owned),
             hash: document.hash.to_owned(),
             size: document.size,
             modified_ns: document.modified_ns,
             first_row,
             chunk_count: document.chunks.len() as u32,
+            pages: document.pages.iter().map(|&start| start as u32).collect(),
         });
         Ok(())
     }
