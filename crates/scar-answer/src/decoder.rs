@@ -1,10 +1,11 @@
 //! The parts our own decoders (Llama, Gemma 3) share, each chosen for speed on a CPU:
 //!
 //! - [`Linear`]: one token goes through the quantized weights with quantized dot products
-//!   (decoding is bound by memory, and the quantized weights are the fewest bytes to read); a
-//!   whole prompt goes through one f32 matrix product with the weights dequantized for the call
-//!   (reading a prompt is bound by arithmetic, and the dequantization, one pass over the
-//!   weights, is shared by every row).
+//!   (decoding is bound by memory, and the quantized weights are the fewest bytes to read):
+//!   `Q8_0` and `Q4_1` weights through our AVX-512 VNNI product ([`PackedRows`]) where the CPU
+//!   has it, the rest through candle's kernels; a whole prompt goes through one f32 matrix product with the
+//!   weights dequantized for the call (reading a prompt is bound by arithmetic, and the
+//!   dequantization, one pass over the weights, is shared by every row).
 //! - [`KvCache`]: keys and values written in place into room that doubles when full, rather
 //!   than concatenated anew for every token.
 //! - [`attend`]: grouped-query attention that multiplies each key-value head by its group of
@@ -20,37 +21,67 @@ use candle_core::quantized::{QMatMul, QTensor};
 use candle_core::{D, DType, Device, Module, Result, Tensor};
 use candle_transformers::quantized_nn::RmsNorm;
 
+use crate::packed::PackedRows;
+
 /// Rows from which a product goes through dequantized weights: below it, writing the f32
 /// weights out costs more than the quantized dot products it saves.
 const BATCHED_ROWS: usize = 16;
 
 /// A weight matrix, applied as `x · Wᵀ`.
-pub(crate) struct Linear {
-    weight: Arc<QTensor>,
-    quantized: QMatMul,
+pub(crate) enum Linear {
+    /// `Q8_0` or `Q4_1` weights in our layout, on a CPU with AVX-512 VNNI.
+    Rows(PackedRows),
+    /// Any other weights, through candle.
+    Candle {
+        weight: Arc<QTensor>,
+        quantized: QMatMul,
+    },
 }
 
 impl Linear {
     pub(crate) fn new(weight: QTensor) -> Result<Self> {
-        Self::shared(Arc::new(weight))
+        match PackedRows::from_tensor(&weight)? {
+            Some(rows) => Ok(Self::Rows(rows)),
+            None => Self::shared(Arc::new(weight)),
+        }
     }
 
-    /// A matrix that shares its weights (a tied output projection and embedding table).
+    /// A matrix that shares its weights (a tied output projection and embedding table). Laid
+    /// out for our product, the matrix is a copy: the table stays for looking up rows.
     pub(crate) fn shared(weight: Arc<QTensor>) -> Result<Self> {
-        Ok(Self {
+        if let Some(rows) = PackedRows::from_tensor(&weight)? {
+            return Ok(Self::Rows(rows));
+        }
+        Ok(Self::Candle {
             quantized: QMatMul::from_arc(Arc::clone(&weight))?,
             weight,
         })
     }
 
     pub(crate) fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let rows = x.elem_count() / x.dim(D::Minus1)?;
-        let quantized = matches!(self.quantized, QMatMul::QTensor(_));
-        if rows < BATCHED_ROWS || !quantized || !x.device().is_cpu() {
-            return self.quantized.forward(x);
+        let width = x.dim(D::Minus1)?;
+        let rows = x.elem_count() / width;
+        match self {
+            Self::Rows(matrix) if rows < BATCHED_ROWS => {
+                // Few rows: each through the quantized product.
+                let values = x.flatten_all()?.to_vec1::<f32>()?;
+                let mut out = Vec::new();
+                for row in values.chunks_exact(width) {
+                    out.extend(matrix.product(row)?);
+                }
+                let mut shape = x.dims().to_vec();
+                *shape.last_mut().unwrap_or(&mut 0) = out.len() / rows;
+                Tensor::from_vec(out, shape, x.device())
+            }
+            Self::Rows(matrix) => x.broadcast_matmul(&matrix.dequantize(x.device())?.t()?),
+            Self::Candle { weight, quantized } => {
+                let batched = matches!(quantized, QMatMul::QTensor(_)) && x.device().is_cpu();
+                if rows < BATCHED_ROWS || !batched {
+                    return quantized.forward(x);
+                }
+                x.broadcast_matmul(&weight.dequantize(x.device())?.t()?)
+            }
         }
-        let weight = self.weight.dequantize(x.device())?;
-        x.broadcast_matmul(&weight.t()?)
     }
 }
 
@@ -235,6 +266,10 @@ pub(crate) struct SelfAttention {
     pub(crate) key_norm: Option<RmsNorm>,
     /// Keys reach this many positions back; `None` attends to every earlier position.
     pub(crate) window: Option<usize>,
+    /// The scores' soft cap (Gemma 2), if any.
+    pub(crate) softcap: Option<f64>,
+    /// Multiplies the scores; 1/√(head dimension) unless the model says otherwise.
+    pub(crate) scale: f64,
     pub(crate) heads: usize,
     pub(crate) kv_heads: usize,
     pub(crate) head_dim: usize,
@@ -258,6 +293,8 @@ impl SelfAttention {
             query_norm: None,
             key_norm: None,
             window: None,
+            softcap: None,
+            scale: 1.0 / (head_dim as f64).sqrt(),
             heads,
             kv_heads,
             head_dim,
@@ -299,25 +336,24 @@ impl SelfAttention {
             }
             _ => (k, v),
         };
-        let scale = 1.0 / (self.head_dim as f64).sqrt();
-        let attended = attend(&q, &k, &v, mask, scale)?.transpose(1, 2)?.reshape((
-            batch,
-            length,
-            self.heads * self.head_dim,
-        ))?;
+        let attended = attend(&q, &k, &v, mask, self.scale, self.softcap)?
+            .transpose(1, 2)?
+            .reshape((batch, length, self.heads * self.head_dim))?;
         self.output.forward(&attended)
     }
 }
 
 /// Scaled dot-product attention of `q` (batch, heads, length, head dimension) over `k` and `v`
 /// (batch, key-value heads, keys, head dimension), query head `h` reading key-value head
-/// `h / (heads / key-value heads)`; `mask` (length, keys) is added to the scores.
+/// `h / (heads / key-value heads)`; scores above `softcap` in size are squashed towards it
+/// (`cap · tanh(s / cap)`, Gemma 2), then `mask` (length, keys) is added to them.
 pub(crate) fn attend(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
     mask: Option<&Tensor>,
     scale: f64,
+    softcap: Option<f64>,
 ) -> Result<Tensor> {
     let (batch, heads, length, dim) = q.dims4()?;
     let kv_heads = k.dim(1)?;
@@ -325,6 +361,9 @@ pub(crate) fn attend(
     let grouped = (batch, kv_heads, heads / kv_heads * length, dim);
     let q = q.contiguous()?.reshape(grouped)?;
     let mut scores = (q.matmul(&k.t()?)? * scale)?;
+    if let Some(cap) = softcap {
+        scores = soft_cap(&scores, cap)?;
+    }
     if let Some(mask) = mask {
         scores = scores
             .reshape((batch, heads, length, keys))?
@@ -335,6 +374,12 @@ pub(crate) fn attend(
     weights
         .matmul(&v.contiguous()?)?
         .reshape((batch, heads, length, dim))
+}
+
+/// `cap · tanh(x / cap)`: values far below `cap` in size pass almost unchanged, larger ones
+/// approach it.
+pub(crate) fn soft_cap(x: &Tensor, cap: f64) -> Result<Tensor> {
+    (x / cap)?.tanh()? * cap
 }
 
 /// 0 where query `i` (of `length`, after `past` earlier positions) may see key `j`, else
@@ -427,7 +472,7 @@ mod tests {
         let k = random((1, 2, 5, 8), 2);
         let v = random((1, 2, 5, 8), 3);
         let mask = causal_mask(5, 0, Some(3), &Device::Cpu).unwrap();
-        let ours = attend(&q, &k, &v, Some(&mask), 0.3).unwrap();
+        let ours = attend(&q, &k, &v, Some(&mask), 0.3, None).unwrap();
         let k3 = candle_transformers::utils::repeat_kv(k, 3).unwrap();
         let v3 = candle_transformers::utils::repeat_kv(v, 3).unwrap();
         let scores = ((q.matmul(&k3.t().unwrap()).unwrap() * 0.3).unwrap())

@@ -40,7 +40,7 @@ pub enum AnswerError {
     /// A model family this build cannot run.
     #[error(
         "{path}: architecture `{architecture}` is not supported (these are: llama for Llama, \
-         Mistral and SmolLM2; qwen2; qwen3; gemma3; phi3)"
+         Mistral and SmolLM2; qwen2; qwen3; gemma2; gemma3; phi3)"
     )]
     UnsupportedArchitecture {
         /// The file.

@@ -1,13 +1,14 @@
 //! Generation with a quantized GGUF model through candle: the Llama (and Mistral), Qwen 2,
 //! Qwen 3, Gemma 3 and Phi-3 architectures.
 
+use std::borrow::Cow;
 use std::io::{Cursor, Read, Seek};
 use std::ops::ControlFlow;
 use std::path::Path;
 use std::time::Instant;
 
 use candle_core::quantized::gguf_file::{Content, Value};
-use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::quantized::{GgmlDType, QStorage, QTensor};
 use candle_core::{Device, Tensor};
 use candle_transformers::generation::{LogitsProcessor, Sampling};
 use candle_transformers::models::{
@@ -25,13 +26,22 @@ use crate::{
 /// How many recent tokens the repetition penalty looks back over.
 const REPEAT_WINDOW: usize = 64;
 
+/// True when this CPU decodes `Q8_0` and `Q4_1` weights through our own products (AVX-512
+/// VNNI); elsewhere they go through candle's kernels, and `Q4_1` is converted at load (see
+/// [`LoadOptions::requantize`]).
+#[must_use]
+pub fn vnni_products() -> bool {
+    crate::packed::available()
+}
+
 /// Loading options for a local model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoadOptions {
     /// Where the model runs.
     pub device: DeviceChoice,
-    /// Converts weights in formats without a fast CPU kernel (`Q4_1`, `Q5_1`) to `Q8_0` at load
-    /// time: faster decoding, and `Q8_0` holds a `Q4_1` block almost exactly.
+    /// Converts weights in formats without a fast CPU kernel to `Q8_0` at load time, for faster
+    /// decoding: `Q5_0` and `Q5_1`, and `Q4_1` unless [`vnni_products`] runs it. `Q8_0` holds a
+    /// `Q5_0` block exactly and a `Q4_1` block almost exactly.
     pub requantize: bool,
 }
 
@@ -51,7 +61,7 @@ pub(crate) enum Architecture {
     Llama,
     Qwen2,
     Qwen3,
-    Gemma3,
+    Gemma(crate::gemma::Generation),
     Phi3,
 }
 
@@ -62,7 +72,8 @@ impl Architecture {
             "llama" => Self::Llama,
             "qwen2" => Self::Qwen2,
             "qwen3" => Self::Qwen3,
-            "gemma3" => Self::Gemma3,
+            "gemma2" => Self::Gemma(crate::gemma::Generation::Gemma2),
+            "gemma3" => Self::Gemma(crate::gemma::Generation::Gemma3),
             "phi3" => Self::Phi3,
             _ => return None,
         })
@@ -77,7 +88,7 @@ enum Weights {
     LlamaExperts(quantized_llama::ModelWeights),
     Qwen2(quantized_qwen2::ModelWeights),
     Qwen3(quantized_qwen3::ModelWeights),
-    Gemma3(crate::gemma3::Gemma3),
+    Gemma(crate::gemma::Gemma),
     Phi3(quantized_phi3::ModelWeights),
 }
 
@@ -103,9 +114,9 @@ impl Weights {
             Architecture::Qwen3 => Self::Qwen3(quantized_qwen3::ModelWeights::from_gguf(
                 content, reader, device,
             )?),
-            Architecture::Gemma3 => {
-                Self::Gemma3(crate::gemma3::Gemma3::from_gguf(&content, reader, device)?)
-            }
+            Architecture::Gemma(generation) => Self::Gemma(crate::gemma::Gemma::from_gguf(
+                generation, &content, reader, device,
+            )?),
             Architecture::Phi3 => Self::Phi3(quantized_phi3::ModelWeights::from_gguf(
                 false, content, reader, device,
             )?),
@@ -119,7 +130,7 @@ impl Weights {
             Self::LlamaExperts(model) => model.forward(input, position),
             Self::Qwen2(model) => model.forward(input, position),
             Self::Qwen3(model) => model.forward(input, position),
-            Self::Gemma3(model) => model.forward(input, position),
+            Self::Gemma(model) => model.forward(input, position),
             Self::Phi3(model) => model.forward(input, position),
         }
     }
@@ -383,7 +394,12 @@ fn load_requantized<R: Read + Seek>(
     reader: &mut R,
     device: &Device,
 ) -> candle_core::Result<(Weights, usize)> {
-    let slow = |dtype: GgmlDType| matches!(dtype, GgmlDType::Q4_1 | GgmlDType::Q5_1);
+    let q4_1_fast = device.is_cpu() && vnni_products();
+    let slow = |dtype: GgmlDType| match dtype {
+        GgmlDType::Q5_0 | GgmlDType::Q5_1 => true,
+        GgmlDType::Q4_1 => !q4_1_fast,
+        _ => false,
+    };
     if !content
         .tensor_infos
         .values()
@@ -424,7 +440,35 @@ fn load_requantized<R: Read + Seek>(
 }
 
 fn to_q8_0(tensor: &QTensor) -> candle_core::Result<QTensor> {
+    if tensor.dtype() == GgmlDType::Q5_0 {
+        return q5_0_as_q8_0(tensor);
+    }
     QTensor::quantize(&tensor.dequantize(&Device::Cpu)?, GgmlDType::Q8_0)
+}
+
+/// Bytes of a `Q5_0` block: the scale (f16), the fifth bits of its 32 weights, their low nibbles.
+const Q5_0_BLOCK: usize = 22;
+
+/// `Q5_0` rewritten as `Q8_0` block for block: the same scale, each weight (−16 to 15) as a
+/// signed byte, so that the weights are exactly the file's.
+fn q5_0_as_q8_0(tensor: &QTensor) -> candle_core::Result<QTensor> {
+    let data = tensor.data()?;
+    let mut blocks = Vec::with_capacity(data.len() / Q5_0_BLOCK * 34);
+    for block in data.chunks_exact(Q5_0_BLOCK) {
+        let (scale, rest) = block.split_at(2);
+        let (high, low) = rest.split_at(4);
+        let high = u32::from_le_bytes([high[0], high[1], high[2], high[3]]);
+        blocks.extend_from_slice(scale);
+        // Weight j (of 32) is its nibble (low halves first) with bit j of `high` above it.
+        let weight = |nibble: u8, j: usize| {
+            let fifth = ((high >> j) & 1) as u8;
+            ((nibble | fifth << 4).cast_signed() - 16).cast_unsigned()
+        };
+        blocks.extend(low.iter().enumerate().map(|(j, &q)| weight(q & 0x0F, j)));
+        blocks.extend(low.iter().enumerate().map(|(j, &q)| weight(q >> 4, j + 16)));
+    }
+    let storage = QStorage::from_data(Cow::Owned(blocks), &Device::Cpu, GgmlDType::Q8_0)?;
+    QTensor::new(storage, tensor.shape().clone())
 }
 
 #[cfg(test)]
@@ -460,6 +504,24 @@ mod tests {
         assert!(error.contains("gemma3") && !error.contains('\n'), "{error}");
         let error = load_error(b"GGUF\x03\x00\x00\x00 cut short");
         assert!(error.contains("unreadable GGUF"), "{error}");
+    }
+
+    #[test]
+    fn q8_0_holds_q5_0_weights_exactly() {
+        // Every 5-bit level, both signs, in blocks of different scales.
+        let values: Vec<f32> = (0..8 * 32)
+            .map(|i| ((i * 29 % 64) as f32 - 32.0) * 0.01 * (1 + i / 32) as f32)
+            .collect();
+        let weights = Tensor::from_vec(values, (8, 32), &Device::Cpu).unwrap();
+        let q5_0 = QTensor::quantize(&weights, GgmlDType::Q5_0).unwrap();
+        let q8_0 = to_q8_0(&q5_0).unwrap();
+        assert_eq!(q8_0.dtype(), GgmlDType::Q8_0);
+        assert_eq!(q8_0.shape(), q5_0.shape());
+        let values = |t: &QTensor| {
+            let flat = t.dequantize(&Device::Cpu).unwrap().flatten_all().unwrap();
+            flat.to_vec1::<f32>().unwrap()
+        };
+        assert_eq!(values(&q8_0), values(&q5_0));
     }
 
     #[test]
