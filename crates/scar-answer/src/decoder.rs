@@ -40,10 +40,7 @@ pub(crate) enum Linear {
 
 impl Linear {
     pub(crate) fn new(weight: QTensor) -> Result<Self> {
-        match PackedRows::from_tensor(&weight)? {
-            Some(rows) => Ok(Self::Rows(rows)),
-            None => Self::shared(Arc::new(weight)),
-        }
+        Self::shared(Arc::new(weight))
     }
 
     /// A matrix that shares its weights (a tied output projection and embedding table). Laid
@@ -70,7 +67,9 @@ impl Linear {
                     out.extend(matrix.product(row)?);
                 }
                 let mut shape = x.dims().to_vec();
-                *shape.last_mut().unwrap_or(&mut 0) = out.len() / rows;
+                if let Some(last) = shape.last_mut() {
+                    *last = out.len() / rows;
+                }
                 Tensor::from_vec(out, shape, x.device())
             }
             Self::Rows(matrix) => x.broadcast_matmul(&matrix.dequantize(x.device())?.t()?),
