@@ -85,7 +85,7 @@ impl Linear {
 }
 
 /// The settings a llama.cpp conversion writes under its architecture's name (`llama.*`,
-/// `gemma3.*`).
+/// `gemma2.*`, `gemma3.*`).
 pub(crate) struct Settings<'a> {
     content: &'a Content,
     architecture: &'a str,

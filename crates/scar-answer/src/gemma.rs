@@ -120,6 +120,12 @@ impl Gemma {
         let window = count("attention.sliding_window")?;
         let pattern =
             count("attention.sliding_window_type").unwrap_or(generation.sliding_pattern());
+        if pattern == 0 {
+            candle_core::bail!(
+                "{}.attention.sliding_window_type is 0: one layer in how many attends globally?",
+                generation.key()
+            );
+        }
         let eps = f64::from(settings.float("attention.layer_norm_rms_epsilon")?);
         let (global_default, local_default) = generation.rope_bases();
         let global_rope = base("rope.freq_base", global_default);
@@ -138,12 +144,12 @@ impl Gemma {
         } else {
             1.0 / (head_dim as f64).sqrt()
         };
+        // Gemma 3 normalises each head's queries and keys; Gemma 2 has no such norms.
+        let head_norms = generation == Generation::Gemma3;
         let mut layers = Vec::with_capacity(count_layers);
         for index in 0..count_layers {
             let mut weight = |part: &str| tensor(&format!("blk.{index}.{part}.weight"));
             let sliding = (index + 1) % pattern != 0;
-            // Gemma 3 normalises each head's queries and keys; Gemma 2 has no such norms.
-            let head_norms = generation == Generation::Gemma3;
             let mut head_norm = |part: &str| -> Result<Option<RmsNorm>> {
                 head_norms.then(|| norm(weight(part)?)).transpose()
             };
@@ -208,5 +214,40 @@ impl Gemma {
             Some(cap) => soft_cap(&logits, cap),
             None => Ok(logits),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Cursor;
+
+    use candle_core::quantized::gguf_file::{self, Value};
+
+    use super::*;
+
+    #[test]
+    fn a_sliding_pattern_of_zero_is_an_error_not_a_division_by_zero() {
+        let settings = [
+            ("general.architecture", Value::String("gemma3".to_owned())),
+            ("gemma3.attention.head_count", Value::U32(4)),
+            ("gemma3.attention.head_count_kv", Value::U32(1)),
+            ("gemma3.attention.key_length", Value::U32(64)),
+            ("gemma3.embedding_length", Value::U32(256)),
+            ("gemma3.context_length", Value::U32(128)),
+            ("gemma3.attention.sliding_window", Value::U32(16)),
+            ("gemma3.attention.sliding_window_type", Value::U32(0)),
+        ];
+        let metadata: Vec<(&str, &Value)> = settings.iter().map(|(k, v)| (*k, v)).collect();
+        let mut file = Cursor::new(Vec::new());
+        gguf_file::write(&mut file, &metadata, &[]).unwrap();
+        file.set_position(0);
+        let content = Content::read(&mut file).unwrap();
+        let error = Gemma::from_gguf(Generation::Gemma3, &content, &mut file, &Device::Cpu)
+            .err()
+            .expect("a pattern of 0 is refused");
+        assert!(
+            error.to_string().contains("sliding_window_type is 0"),
+            "{error}"
+        );
     }
 }

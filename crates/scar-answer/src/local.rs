@@ -1,5 +1,5 @@
 //! Generation with a quantized GGUF model through candle: the Llama (and Mistral), Qwen 2,
-//! Qwen 3, Gemma 3 and Phi-3 architectures.
+//! Qwen 3, Gemma 2 and 3 and Phi-3 architectures.
 
 use std::borrow::Cow;
 use std::io::{Cursor, Read, Seek};
@@ -17,6 +17,7 @@ use candle_transformers::models::{
 use scar_embed::DeviceChoice;
 use tokenizers::Tokenizer;
 
+use crate::packed::Q8_0_BLOCK_BYTES;
 use crate::template::ChatTemplate;
 use crate::{
     AnswerError, Generation, GenerationParams, Generator, Prompt, Result, StopReason,
@@ -453,7 +454,7 @@ const Q5_0_BLOCK: usize = 22;
 /// signed byte, so that the weights are exactly the file's.
 fn q5_0_as_q8_0(tensor: &QTensor) -> candle_core::Result<QTensor> {
     let data = tensor.data()?;
-    let mut blocks = Vec::with_capacity(data.len() / Q5_0_BLOCK * 34);
+    let mut blocks = Vec::with_capacity(data.len() / Q5_0_BLOCK * Q8_0_BLOCK_BYTES);
     for block in data.chunks_exact(Q5_0_BLOCK) {
         let (scale, rest) = block.split_at(2);
         let (high, low) = rest.split_at(4);

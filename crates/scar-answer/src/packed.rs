@@ -19,6 +19,8 @@ use candle_core::{Device, Result, Tensor};
 const BLOCK: usize = 32;
 /// Weights of the two blocks one step of the product takes.
 const PAIR: usize = 2 * BLOCK;
+/// Bytes of a `Q8_0` block in a GGUF file: its f16 scale, then its 32 signed weights.
+pub(crate) const Q8_0_BLOCK_BYTES: usize = 2 + BLOCK;
 
 /// How the weights of a matrix are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +30,16 @@ enum Format {
     /// A nibble per weight, block `b`'s 16 bytes holding weights 0-15 in their low halves and
     /// 16-31 in their high halves; weight = scale · nibble + minimum.
     Q4_1,
+}
+
+impl Format {
+    /// Bytes that hold `weights` weights, scales apart.
+    fn weight_bytes(self, weights: usize) -> usize {
+        match self {
+            Self::Q8_0 => weights,
+            Self::Q4_1 => weights / 2,
+        }
+    }
 }
 
 /// A quantized matrix (rows × columns, applied as `x · Wᵀ`) in the layout of our product.
@@ -79,7 +91,7 @@ impl PackedRows {
         match format {
             // The f16 scale, then 32 signed bytes.
             Format::Q8_0 => {
-                for block in data.chunks_exact(2 + BLOCK) {
+                for block in data.chunks_exact(Q8_0_BLOCK_BYTES) {
                     packed.scales.push(half(block));
                     packed.weights.extend_from_slice(&block[2..]);
                 }
@@ -111,7 +123,7 @@ impl PackedRows {
         }
         let activations = Activations::quantize(x, self.format);
         let blocks = self.columns / BLOCK;
-        let row_bytes = self.weights.len() / self.rows;
+        let row_bytes = self.format.weight_bytes(self.columns);
         // Each row's result is written once, by whichever thread takes the row: as bits, so
         // that the threads share the output without locks.
         let out: Vec<AtomicU32> = (0..self.rows).map(|_| AtomicU32::new(0)).collect();
@@ -251,13 +263,10 @@ mod vnni {
     /// One row's product with the activations, the weights' scales included (for `Q4_1`,
     /// not its minimums).
     pub(super) fn row(format: Format, weights: &[u8], scales: &[f32], x: &Activations) -> f32 {
-        let bytes_per_weight = match format {
-            Format::Q8_0 => 1,
-            Format::Q4_1 => 2,
-        };
+        // The activations hold a byte per weight in both formats.
         assert_eq!(
-            bytes_per_weight * weights.len(),
-            x.bytes.len(),
+            weights.len(),
+            format.weight_bytes(x.bytes.len()),
             "checked by `product`"
         );
         #[cfg(target_arch = "x86_64")]

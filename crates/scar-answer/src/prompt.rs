@@ -1,7 +1,6 @@
 //! The prompt built from a retrieved context, and the citations read back from an answer.
 
 use std::fmt::Write;
-use std::path::Path;
 
 use scar_core::ChunkId;
 use scar_retrieve::SearchReport;
@@ -55,14 +54,7 @@ impl Prompt {
             };
             // The file name is enough for the model and for the reader; the full path stays in
             // `sources`.
-            let file = Path::new(&chunk.document)
-                .file_name()
-                .and_then(std::ffi::OsStr::to_str)
-                .unwrap_or(&chunk.document);
-            let name = match &chunk.attachment {
-                Some(attachment) => format!("{file} › {attachment}"),
-                None => file.to_owned(),
-            };
+            let name = chunk.name();
             let _ = write!(
                 user,
                 "\n[{number}] {name}{heading}\n{}\n",

@@ -57,5 +57,7 @@ pub use salvage::Salvage;
 pub use seam::{seam_kind, seam_text};
 pub use search::exact_top_k;
 pub use skip_list::skipped_files;
-pub use store::{Catalog, ChunkView, DocumentEntry, Index, Manifest, VectorEncoding, is_index};
+pub use store::{
+    Catalog, ChunkView, DocumentEntry, Index, Manifest, VectorEncoding, document_name, is_index,
+};
 pub use watch::{Burst, FolderWatch};

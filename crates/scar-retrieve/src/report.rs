@@ -1,6 +1,7 @@
 //! What a search returns, as the CLI prints it (`--json`) and the app draws it.
 
 use std::fmt::Write as _;
+use std::path::Path;
 use std::time::Duration;
 
 use scar_core::ChunkId;
@@ -52,6 +53,12 @@ pub struct ContextChunk {
 }
 
 impl ContextChunk {
+    /// Its document as a person names it: the file's name, and an attachment's inside it.
+    #[must_use]
+    pub fn name(&self) -> String {
+        scar_index::document_name(Path::new(&self.document), self.attachment.as_deref())
+    }
+
     /// Where the chunk is, as it follows the file's name: `¶3`, `¶3, p. 2` in a document of
     /// pages, `› notes.md ¶3` in a mail's attachment.
     #[must_use]
@@ -160,6 +167,10 @@ mod tests {
             ..chunk.clone()
         };
         assert_eq!(attached.place(), "› notes.md ¶3");
+        assert_eq!(
+            (chunk.name().as_str(), attached.name().as_str()),
+            ("report.pdf", "report.pdf › notes.md")
+        );
         // Both fields stay out of the JSON of chunks that have neither.
         let json = serde_json::to_value(&chunk).unwrap();
         assert!(json.get("page").is_none() && json.get("attachment").is_none());

@@ -4,7 +4,7 @@
 //! file, not a crash.
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use super::LoadError;
@@ -30,9 +30,7 @@ const RESOLUTION: &str = "300";
 /// The text of every page of the PDF `bytes`, in page order; [`LoadError::PdfNeedsOcr`] when
 /// the programs are not installed.
 pub(super) fn pdf_text(bytes: &[u8], tools: &OcrTools) -> Result<Vec<String>, LoadError> {
-    let scratch = tempfile::tempdir()?;
-    let pdf = scratch.path().join("scan.pdf");
-    std::fs::write(&pdf, bytes)?;
+    let (scratch, pdf) = scratch_copy(bytes)?;
     read_pages(&pdf, scratch.path(), None, tools)
 }
 
@@ -42,13 +40,20 @@ pub(super) fn pdf_pages_text(
     pages: &[usize],
     tools: &OcrTools,
 ) -> Result<Vec<String>, LoadError> {
-    let scratch = tempfile::tempdir()?;
-    let pdf = scratch.path().join("scan.pdf");
-    std::fs::write(&pdf, bytes)?;
+    let (scratch, pdf) = scratch_copy(bytes)?;
     pages
         .iter()
         .map(|&page| Ok(read_pages(&pdf, scratch.path(), Some(page), tools)?.concat()))
         .collect()
+}
+
+/// A scratch folder holding the PDF `bytes` as a file, for the programs to read; the page
+/// images are drawn beside it, and all goes with the folder.
+fn scratch_copy(bytes: &[u8]) -> io::Result<(tempfile::TempDir, PathBuf)> {
+    let scratch = tempfile::tempdir()?;
+    let pdf = scratch.path().join("scan.pdf");
+    std::fs::write(&pdf, bytes)?;
+    Ok((scratch, pdf))
 }
 
 /// Draws the pages of `pdf` (all, or the one numbered `only`) into `scratch` and reads each,

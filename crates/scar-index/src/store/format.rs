@@ -99,6 +99,20 @@ pub struct DocumentEntry {
     pub pages: Vec<u32>,
 }
 
+/// How a document is named to a person: the file's name, and an attachment's name inside it
+/// (`mail.eml › notes.md`).
+#[must_use]
+pub fn document_name(path: &Path, attachment: Option<&str>) -> String {
+    let file = path
+        .file_name()
+        .unwrap_or(path.as_os_str())
+        .to_string_lossy();
+    match attachment {
+        Some(attachment) => format!("{file} › {attachment}"),
+        None => file.into_owned(),
+    }
+}
+
 /// Paths in the catalog: a JSON string when they are UTF-8 (as every catalog has written them),
 /// otherwise their raw bytes, so that a file name the file system allows always round-trips.
 mod stored_path {
@@ -170,12 +184,7 @@ impl DocumentEntry {
     /// The file's name, and an attachment's name inside it: `mail.eml › notes.md`.
     #[must_use]
     pub fn name(&self) -> String {
-        let file = self.path.file_name().unwrap_or(self.path.as_os_str());
-        let file = file.to_string_lossy();
-        match &self.attachment {
-            Some(attachment) => format!("{file} › {attachment}"),
-            None => file.into_owned(),
-        }
+        document_name(&self.path, self.attachment.as_deref())
     }
 
     /// The page (numbered from 1) on which the text at byte `offset` stands, for a document

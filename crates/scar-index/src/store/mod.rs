@@ -19,7 +19,7 @@ mod reader;
 mod text_dir;
 mod writer;
 
-pub use format::{Catalog, DocumentEntry, Manifest, VectorEncoding, is_index};
+pub use format::{Catalog, DocumentEntry, Manifest, VectorEncoding, document_name, is_index};
 pub(crate) use format::{
     ChunkRecord, FORMAT_VERSION, RECORD_BYTES, TextFields, data_files, file_stamp,
     read_any_manifest, read_catalog_of,
