@@ -2,7 +2,7 @@
 //! little-endian f32 to OUT, and prints throughput as JSON. Driven by `scripts/bench-embed`,
 //! which runs sentence-transformers on the same passages.
 //!
-//! Usage: `embed_throughput MODEL_DIR PASSAGES.json BATCH_SIZE DEVICE OUT`
+//! Usage: `embed_throughput MODEL_DIR PASSAGES.json BATCH_SIZE DEVICE PRECISION OUT`
 
 use std::time::Instant;
 
@@ -14,14 +14,19 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    let [_, model_dir, passages, batch_size, device, out] = args.as_slice() else {
-        return Err("usage: embed_throughput MODEL_DIR PASSAGES.json BATCH_SIZE DEVICE OUT".into());
+    let [_, model_dir, passages, batch_size, device, precision, out] = args.as_slice() else {
+        return Err(
+            "usage: embed_throughput MODEL_DIR PASSAGES.json BATCH_SIZE DEVICE PRECISION OUT"
+                .into(),
+        );
     };
     let device = device.parse()?;
+    let precision = precision.parse()?;
     let passages: Vec<String> = serde_json::from_str(&std::fs::read_to_string(passages)?)?;
     let files = ModelFiles::from_dir(model_dir.as_str(), model_dir)?;
     let options = EmbedOptions {
         device,
+        precision,
         batch_size: batch_size.parse()?,
         batch_tokens: usize::MAX,
         ..Default::default()
@@ -37,6 +42,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let json = serde_json::json!({
         "passages": texts.len(), "tokens": tokens, "seconds": seconds,
         "tokens_per_second": tokens as f64 / seconds, "device": embedder.device_name(),
+        "precision": embedder.precision().to_string(),
     });
     let bytes: Vec<u8> = embeddings
         .data

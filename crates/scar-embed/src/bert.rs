@@ -15,6 +15,7 @@ use candle_core::{DType, Device, Module, Result, Tensor};
 use candle_nn::{Embedding, LayerNorm, VarBuilder};
 use candle_transformers::models::bert::{Config, HiddenAct, PositionEmbeddingType};
 
+use crate::bf16::Bf16Weights;
 use crate::kernels;
 
 /// The encoder: embeddings and the transformer layers, without BERT's pooler.
@@ -38,7 +39,9 @@ struct Layer {
 }
 
 impl Bert {
-    pub(crate) fn load(vb: &VarBuilder, config: &Config) -> Result<Self> {
+    /// Loads the encoder; with `bf16`, its linear layers' weights are packed as bf16 for the CPU
+    /// product of [`crate::bf16`] (the tensors must be f32 on the CPU).
+    pub(crate) fn load(vb: &VarBuilder, config: &Config, bf16: bool) -> Result<Self> {
         if config.position_embedding_type != PositionEmbeddingType::Absolute {
             candle_core::bail!("only absolute position embeddings are supported");
         }
@@ -74,7 +77,7 @@ impl Bert {
         let embedding_norm =
             candle_nn::layer_norm(width, config.layer_norm_eps, embeddings.pp("LayerNorm"))?;
         let layers = (0..config.num_hidden_layers)
-            .map(|i| Layer::load(&vb.pp(format!("encoder.layer.{i}")), config))
+            .map(|i| Layer::load(&vb.pp(format!("encoder.layer.{i}")), config, bf16))
             .collect::<Result<_>>()?;
         Ok(Self {
             words,
@@ -110,7 +113,7 @@ impl Bert {
 }
 
 impl Layer {
-    fn load(vb: &VarBuilder, config: &Config) -> Result<Self> {
+    fn load(vb: &VarBuilder, config: &Config, bf16: bool) -> Result<Self> {
         let width = config.hidden_size;
         let eps = config.layer_norm_eps;
         let attention = vb.pp("attention");
@@ -119,22 +122,20 @@ impl Layer {
         let mut weights = Vec::with_capacity(3);
         let mut biases = Vec::with_capacity(3);
         for projection in projections {
-            let Dense { weight, bias } = projection?;
+            let (weight, bias) = projection?;
             weights.push(weight);
             biases.push(bias);
         }
+        let intermediate = Dense::load(
+            &vb.pp("intermediate").pp("dense"),
+            width,
+            config.intermediate_size,
+        )?;
         Ok(Self {
-            qkv: Dense {
-                weight: Tensor::cat(&weights, 0)?,
-                bias: Tensor::cat(&biases, 0)?,
-            },
-            attention_out: AddNorm::load(&attention.pp("output"), width, width, eps)?,
-            intermediate: Dense::load(
-                &vb.pp("intermediate").pp("dense"),
-                width,
-                config.intermediate_size,
-            )?,
-            output: AddNorm::load(&vb.pp("output"), config.intermediate_size, width, eps)?,
+            qkv: Dense::new(Tensor::cat(&weights, 0)?, Tensor::cat(&biases, 0)?, bf16)?,
+            attention_out: AddNorm::load(&attention.pp("output"), width, width, eps, bf16)?,
+            intermediate: Dense::new(intermediate.0, intermediate.1, bf16)?,
+            output: AddNorm::load(&vb.pp("output"), config.intermediate_size, width, eps, bf16)?,
         })
     }
 
@@ -186,22 +187,43 @@ fn uses_cpu_kernels(xs: &Tensor) -> bool {
 
 /// A linear layer, `x·Wᵀ + b`.
 struct Dense {
-    /// `[outputs, inputs]`, as stored.
-    weight: Tensor,
+    weight: Weight,
     bias: Tensor,
 }
 
+/// A linear layer's `W`.
+enum Weight {
+    /// `[outputs, inputs]`, as stored.
+    Tensor(Tensor),
+    /// The same, packed as bf16 for the CPU.
+    Bf16(Bf16Weights),
+}
+
 impl Dense {
-    fn load(vb: &VarBuilder, inputs: usize, outputs: usize) -> Result<Self> {
-        Ok(Self {
-            weight: vb.get((outputs, inputs), "weight")?,
-            bias: vb.get(outputs, "bias")?,
-        })
+    /// The weight `[outputs, inputs]` and bias `[outputs]` under `vb`.
+    fn load(vb: &VarBuilder, inputs: usize, outputs: usize) -> Result<(Tensor, Tensor)> {
+        Ok((
+            vb.get((outputs, inputs), "weight")?,
+            vb.get(outputs, "bias")?,
+        ))
+    }
+
+    /// The layer; with `bf16`, its weight packed as bf16 (and the f32 copy let go).
+    fn new(weight: Tensor, bias: Tensor, bf16: bool) -> Result<Self> {
+        let weight = if bf16 {
+            Weight::Bf16(Bf16Weights::new(&weight)?)
+        } else {
+            Weight::Tensor(weight)
+        };
+        Ok(Self { weight, bias })
     }
 
     /// `x·Wᵀ` alone, for the kernels that add the bias in a pass of their own.
     fn product(&self, xs: &Tensor) -> Result<Tensor> {
-        xs.matmul(&self.weight.t()?)
+        match &self.weight {
+            Weight::Tensor(weight) => xs.matmul(&weight.t()?),
+            Weight::Bf16(weight) => weight.product(xs),
+        }
     }
 
     fn forward(&self, xs: &Tensor) -> Result<Tensor> {
@@ -220,9 +242,10 @@ struct AddNorm {
 }
 
 impl AddNorm {
-    /// From `dense` and `LayerNorm` under `vb`.
-    fn load(vb: &VarBuilder, inputs: usize, width: usize, eps: f64) -> Result<Self> {
-        let dense = Dense::load(&vb.pp("dense"), inputs, width)?;
+    /// From `dense` and `LayerNorm` under `vb`; `bf16` as for [`Dense::new`].
+    fn load(vb: &VarBuilder, inputs: usize, width: usize, eps: f64, bf16: bool) -> Result<Self> {
+        let (weight, bias) = Dense::load(&vb.pp("dense"), inputs, width)?;
+        let dense = Dense::new(weight, bias, bf16)?;
         let scale = vb.pp("LayerNorm").get(width, "weight")?;
         let shift = vb.pp("LayerNorm").get(width, "bias")?;
         let params = Tensor::stack(&[&dense.bias, &scale, &shift], 0)?;

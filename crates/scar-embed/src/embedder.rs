@@ -10,14 +10,16 @@ use tokenizers::{Encoding, PostProcessor, Tokenizer, TruncationParams};
 use crate::bert::Bert;
 use crate::model::{ModelFiles, ModelTraits, Pooling, read_json};
 use crate::weights;
-use crate::{DeviceChoice, EmbedError, Result};
+use crate::{DeviceChoice, EmbedError, Precision, Result};
 
-/// How to run the model. Defaults: `auto` device, batches of at most 16,384 padded tokens and
-/// 64 texts.
+/// How to run the model. Defaults: `auto` device and precision, batches of at most 16,384
+/// padded tokens and 64 texts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EmbedOptions {
     /// Where to run.
     pub device: DeviceChoice,
+    /// The number format to compute in.
+    pub precision: Precision,
     /// Upper bound on padded tokens (batch size × longest sequence) in one forward pass.
     pub batch_tokens: usize,
     /// Upper bound on texts in one forward pass.
@@ -30,6 +32,7 @@ impl Default for EmbedOptions {
     fn default() -> Self {
         Self {
             device: DeviceChoice::Auto,
+            precision: Precision::Auto,
             batch_tokens: 16_384,
             batch_size: 64,
             query_prefix: None,
@@ -115,6 +118,7 @@ pub struct Embedder {
     model: Bert,
     tokenizer: Tokenizer,
     device: Device,
+    precision: Precision,
     info: ModelInfo,
     dir: PathBuf,
     pad_id: u32,
@@ -126,16 +130,18 @@ impl std::fmt::Debug for Embedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Embedder")
             .field("info", &self.info)
+            .field("precision", &self.precision)
             .field("dir", &self.dir)
             .finish_non_exhaustive()
     }
 }
 
 impl Embedder {
-    /// Loads the model from its folder onto the chosen device (f16 on GPU, f32 on CPU).
+    /// Loads the model from its folder onto the chosen device, in the chosen precision.
     pub fn load(files: &ModelFiles, options: &EmbedOptions) -> Result<Self> {
         let dir = files.dir.clone();
         let device = options.device.open()?;
+        let precision = options.precision.on(&device)?;
         let config: BertConfig = read_json(&dir.join("config.json"))?;
         let mut traits = ModelTraits::read(files, config.max_position_embeddings)?;
         if let Some(prefix) = &options.query_prefix {
@@ -147,18 +153,15 @@ impl Embedder {
             .map(|p| p.pad_id)
             .or_else(|| tokenizer.token_to_id("[PAD]"))
             .unwrap_or(config.pad_token_id as u32);
-        let dtype = if device.is_cuda() {
-            DType::F16
-        } else {
-            DType::F32
-        };
+        let dtype = precision.dtype(&device);
         let weights = dir.join("model.safetensors");
         let model_error = |source| EmbedError::Model {
             dir: dir.clone(),
             source,
         };
         let vb = VarBuilder::from_tensors(weights::read(&weights, dtype, &device)?, dtype, &device);
-        let model = Bert::load(&vb, &config).map_err(model_error)?;
+        let packs_bf16 = precision == Precision::Bf16 && device.is_cpu();
+        let model = Bert::load(&vb, &config, packs_bf16).map_err(model_error)?;
         let info = ModelInfo {
             id: files.model_id(),
             dimension: config.hidden_size,
@@ -170,6 +173,7 @@ impl Embedder {
             model,
             tokenizer,
             device,
+            precision,
             info,
             dir,
             pad_id,
@@ -192,6 +196,12 @@ impl Embedder {
             candle_core::DeviceLocation::Cuda { gpu_id } => format!("cuda:{gpu_id}"),
             candle_core::DeviceLocation::Metal { gpu_id } => format!("metal:{gpu_id}"),
         }
+    }
+
+    /// The precision the model computes in (never [`Precision::Auto`]).
+    #[must_use]
+    pub fn precision(&self) -> Precision {
+        self.precision
     }
 
     /// The model's tokenizer (truncating at the model's limit, no padding).

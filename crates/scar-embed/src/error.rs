@@ -59,6 +59,17 @@ pub enum EmbedError {
     /// The device string is not `cpu`, `cuda`, `cuda:N` or `auto`.
     #[error("unknown device `{0}`: use cpu, cuda, cuda:N or auto")]
     BadDevice(String),
+    /// The precision string is not `auto`, `f32`, `bf16` or `f16`.
+    #[error("unknown precision `{0}`: use auto, f32, bf16 or f16")]
+    BadPrecision(String),
+    /// The precision asked for cannot run on the chosen device.
+    #[error("precision {precision} is not available: {reason}")]
+    PrecisionUnavailable {
+        /// The precision asked for.
+        precision: crate::Precision,
+        /// Why, and what to use instead.
+        reason: &'static str,
+    },
     /// CUDA was asked for but this build has no CUDA support.
     #[error(
         "CUDA was requested but this build has no CUDA support; rebuild with `--features cuda`"

@@ -20,12 +20,14 @@
 //! ```
 
 mod bert;
+mod bf16;
 mod device;
 mod embedder;
 mod error;
 mod kernels;
 pub mod locate;
 mod model;
+mod precision;
 mod weights;
 
 pub use device::DeviceChoice;
@@ -34,3 +36,4 @@ pub use error::{EmbedError, Result};
 pub use model::{
     DEFAULT_MODEL, KNOWN_MODELS, KnownModel, ModelFiles, ModelLocator, Pooling, known_model,
 };
+pub use precision::Precision;

@@ -2,5 +2,6 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod precision;
 mod reference;
 mod tiny_bert;

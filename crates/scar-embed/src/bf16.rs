@@ -1,0 +1,384 @@
+//! `x·Wᵀ` with the weights and inputs rounded to bfloat16 and the sums kept in f32, on CPUs with
+//! AVX-512 BF16 (`vdpbf16ps`: 32 products a step against 16 for f32's fused multiply-add).
+//!
+//! The weights are rounded once, at load, and laid out in panels of 16 output columns whose
+//! lanes hold the pair of inputs `vdpbf16ps` multiplies together; each call rounds its inputs to
+//! bf16 rows. A block of 8 input rows and 32 output columns (16 accumulators) runs the whole
+//! inner dimension at a time, rows in parallel.
+
+use candle_core::backend::BackendStorage;
+use candle_core::{CpuStorage, CustomOp1, Layout, Shape, Tensor};
+use rayon::prelude::*;
+
+/// Output columns in a panel: one 512-bit register of f32 sums.
+const LANES: usize = 16;
+/// Panels a block computes side by side.
+const BLOCK_PANELS: usize = 2;
+/// Input rows a block computes side by side.
+const BLOCK_ROWS: usize = 8;
+/// Most rows one task takes, so that its bf16 inputs stay in the core's cache while every panel
+/// of weights passes over them.
+const TASK_ROWS: usize = 64;
+
+/// True where the CPU runs the bf16 product.
+pub(crate) fn available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bf16")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// A weight matrix `[outputs, inputs]` in bf16, packed for [`Bf16Weights::product`].
+#[derive(Debug)]
+pub(crate) struct Bf16Weights {
+    outputs: usize,
+    inputs: usize,
+    /// Inputs rounded up to pairs.
+    pairs: usize,
+    /// Panel `p`, pair `q`, lane `l`, half `h`: weight `[16p + l, 2q + h]` (zero past the
+    /// matrix), at `((p · pairs + q) · 16 + l) · 2 + h`.
+    panels: Vec<u16>,
+}
+
+impl Bf16Weights {
+    /// Rounds `weight` (`[outputs, inputs]` f32, as a linear layer stores it) to bf16 panels.
+    /// Call only where [`available`] is true.
+    pub(crate) fn new(weight: &Tensor) -> candle_core::Result<Self> {
+        let (outputs, inputs) = weight.dims2()?;
+        let rows = weight.to_vec2::<f32>()?;
+        let pairs = inputs.div_ceil(2);
+        let panel_count = outputs.div_ceil(LANES * BLOCK_PANELS) * BLOCK_PANELS;
+        let mut panels = vec![0u16; panel_count * pairs * LANES * 2];
+        for (output, row) in rows.iter().enumerate() {
+            let (panel, lane) = (output / LANES, output % LANES);
+            for (input, &value) in row.iter().enumerate() {
+                let at = ((panel * pairs + input / 2) * LANES + lane) * 2 + input % 2;
+                panels[at] = to_bf16(value);
+            }
+        }
+        Ok(Self {
+            outputs,
+            inputs,
+            pairs,
+            panels,
+        })
+    }
+
+    /// `xs·Wᵀ` for `xs` `[rows, inputs]` f32 on the CPU: `[rows, outputs]` f32.
+    pub(crate) fn product(&self, xs: &Tensor) -> candle_core::Result<Tensor> {
+        xs.apply_op1_no_bwd(self)
+    }
+
+    /// The product on plain rows; `xs` holds `rows · inputs` values.
+    fn product_rows(&self, xs: &[f32], rows: usize) -> Vec<f32> {
+        assert_eq!(xs.len(), rows * self.inputs, "checked by the caller");
+        let padded_rows = rows.div_ceil(BLOCK_ROWS) * BLOCK_ROWS;
+        let mut inputs = vec![0u16; padded_rows * self.pairs * 2];
+        inputs
+            .par_chunks_mut(self.pairs * 2)
+            .zip(xs.par_chunks(self.inputs))
+            .for_each(|(rounded, row)| round_row(row, rounded));
+        let mut out = vec![0f32; rows * self.outputs];
+        // Enough tasks for every thread even for a short query, whole blocks each.
+        let per_thread = rows.div_ceil(rayon::current_num_threads());
+        let task_rows = per_thread
+            .div_ceil(BLOCK_ROWS)
+            .clamp(1, TASK_ROWS / BLOCK_ROWS)
+            * BLOCK_ROWS;
+        out.par_chunks_mut(task_rows * self.outputs)
+            .enumerate()
+            .for_each(|(task, out)| {
+                let first = task * task_rows;
+                let blocks = (out.len() / self.outputs).div_ceil(BLOCK_ROWS);
+                let row_inputs = self.pairs * 2;
+                let inputs = &inputs[first * row_inputs..][..blocks * BLOCK_ROWS * row_inputs];
+                self.task(inputs, out);
+            });
+        out
+    }
+
+    /// One task's rows: `inputs` (bf16, whole blocks) into `out` (`[rows, outputs]`, the rows
+    /// that exist).
+    fn task(&self, inputs: &[u16], out: &mut [f32]) {
+        let rows = out.len() / self.outputs;
+        let row_inputs = self.pairs * 2;
+        let panel_size = self.pairs * LANES * 2;
+        let panel_count = self.panels.len() / panel_size;
+        for first_panel in (0..panel_count).step_by(BLOCK_PANELS) {
+            let weights =
+                &self.panels[first_panel * panel_size..(first_panel + BLOCK_PANELS) * panel_size];
+            let first_column = first_panel * LANES;
+            let columns = (self.outputs - first_column).min(LANES * BLOCK_PANELS);
+            for first_row in (0..rows).step_by(BLOCK_ROWS) {
+                let block_inputs =
+                    &inputs[first_row * row_inputs..(first_row + BLOCK_ROWS) * row_inputs];
+                let sums = block(block_inputs, weights, self.pairs);
+                for (r, sums) in sums.iter().enumerate().take(rows - first_row) {
+                    let at = (first_row + r) * self.outputs + first_column;
+                    out[at..at + columns].copy_from_slice(&sums[..columns]);
+                }
+            }
+        }
+    }
+}
+
+impl CustomOp1 for Bf16Weights {
+    fn name(&self) -> &'static str {
+        "bf16-product"
+    }
+
+    fn cpu_fwd(
+        &self,
+        storage: &CpuStorage,
+        layout: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let (rows, inputs) = layout.shape().dims2()?;
+        if inputs != self.inputs {
+            candle_core::bail!(
+                "{inputs} inputs for a [{}, {}] weight",
+                self.outputs,
+                self.inputs
+            );
+        }
+        let Some((start, end)) = layout.contiguous_offsets() else {
+            candle_core::bail!("the bf16 product needs contiguous inputs");
+        };
+        let CpuStorage::F32(data) = storage else {
+            return Err(candle_core::Error::UnsupportedDTypeForOp(
+                storage.dtype(),
+                self.name(),
+            ));
+        };
+        let out = self.product_rows(&data[start..end], rows);
+        Ok((CpuStorage::F32(out), Shape::from((rows, self.outputs))))
+    }
+}
+
+/// `x` rounded to the nearest bf16 (ties to even); NaN stays NaN.
+fn to_bf16(x: f32) -> u16 {
+    let bits = x.to_bits();
+    if x.is_nan() {
+        return ((bits >> 16) | 0x40) as u16;
+    }
+    let rounding = 0x7FFF + ((bits >> 16) & 1);
+    (bits.wrapping_add(rounding) >> 16) as u16
+}
+
+/// `from` rounded to bf16 into the start of `to`.
+fn round_row(from: &[f32], to: &mut [u16]) {
+    let to = &mut to[..from.len()];
+    #[cfg(target_arch = "x86_64")]
+    {
+        let whole = from.len() / (2 * LANES) * (2 * LANES);
+        x86::round(&from[..whole], &mut to[..whole]);
+        for (to, &from) in to[whole..].iter_mut().zip(&from[whole..]) {
+            *to = to_bf16(from);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    for (to, &from) in to.iter_mut().zip(from) {
+        *to = to_bf16(from);
+    }
+}
+
+/// Sums of 8 rows of `inputs` (bf16, `pairs · 2` a row) against 32 columns of `weights` (two
+/// panels).
+fn block(
+    inputs: &[u16],
+    weights: &[u16],
+    pairs: usize,
+) -> [[f32; LANES * BLOCK_PANELS]; BLOCK_ROWS] {
+    assert_eq!(inputs.len(), BLOCK_ROWS * pairs * 2);
+    assert_eq!(weights.len(), BLOCK_PANELS * pairs * LANES * 2);
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: `Bf16Weights` is built only where `available()` said the CPU has these
+        // features; the slices' lengths were checked above.
+        #[allow(unsafe_code)]
+        unsafe {
+            x86::block(inputs, weights, pairs)
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (inputs, weights, pairs);
+        unreachable!("Bf16Weights is built only where `available()` is true")
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::{
+        __m512bh, __m512i, _mm512_cvtne2ps_pbh, _mm512_dpbf16_ps, _mm512_loadu_ps,
+        _mm512_loadu_si512, _mm512_set1_epi32, _mm512_setzero_ps, _mm512_storeu_ps,
+        _mm512_storeu_si512,
+    };
+
+    use super::{BLOCK_PANELS, BLOCK_ROWS, LANES};
+
+    /// See [`super::block`]; the caller checked the lengths.
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    #[allow(unsafe_code)]
+    pub(super) unsafe fn block(
+        inputs: &[u16],
+        weights: &[u16],
+        pairs: usize,
+    ) -> [[f32; LANES * BLOCK_PANELS]; BLOCK_ROWS] {
+        let mut sums = [[_mm512_setzero_ps(); BLOCK_PANELS]; BLOCK_ROWS];
+        // Read with `read_unaligned` only.
+        #[allow(clippy::cast_ptr_alignment)]
+        let inputs = inputs.as_ptr().cast::<u32>();
+        let weights = weights.as_ptr();
+        for pair in 0..pairs {
+            // SAFETY: `pair < pairs`, and the caller checked that both slices hold every pair
+            // of every row and panel; the loads are unaligned.
+            let columns: [__m512bh; BLOCK_PANELS] = std::array::from_fn(|panel| unsafe {
+                as_bh(_mm512_loadu_si512(
+                    weights.add((panel * pairs + pair) * LANES * 2).cast(),
+                ))
+            });
+            for (row, sums) in sums.iter_mut().enumerate() {
+                // SAFETY: as above; a pair of bf16 is read as one (unaligned) u32.
+                let both = unsafe { inputs.add(row * pairs + pair).read_unaligned() };
+                let row_pair = as_bh(_mm512_set1_epi32(both.cast_signed()));
+                for (sum, &column) in sums.iter_mut().zip(&columns) {
+                    *sum = _mm512_dpbf16_ps(*sum, row_pair, column);
+                }
+            }
+        }
+        let mut out = [[0f32; LANES * BLOCK_PANELS]; BLOCK_ROWS];
+        for (out, sums) in out.iter_mut().zip(&sums) {
+            for (panel, sum) in sums.iter().enumerate() {
+                // SAFETY: `out` holds `BLOCK_PANELS` panels of `LANES` lanes.
+                unsafe { _mm512_storeu_ps(out.as_mut_ptr().add(panel * LANES), *sum) };
+            }
+        }
+        out
+    }
+
+    /// `from` (a multiple of 32 values) rounded to bf16 into `to` (as long), 32 at a time.
+    pub(super) fn round(from: &[f32], to: &mut [u16]) {
+        assert_eq!(from.len(), to.len());
+        assert!(from.len().is_multiple_of(2 * LANES));
+        assert!(super::available(), "checked when the weights were packed");
+        // SAFETY: the CPU has the features, as just checked.
+        #[allow(unsafe_code)]
+        unsafe {
+            round_avx512(from, to);
+        }
+    }
+
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    fn round_avx512(from: &[f32], to: &mut [u16]) {
+        for (from, to) in from
+            .chunks_exact(2 * LANES)
+            .zip(to.chunks_exact_mut(2 * LANES))
+        {
+            // SAFETY: each chunk holds 32 values; the loads and the store are unaligned.
+            #[allow(unsafe_code)]
+            unsafe {
+                let low = _mm512_loadu_ps(from.as_ptr());
+                let high = _mm512_loadu_ps(from.as_ptr().add(LANES));
+                let rounded = _mm512_cvtne2ps_pbh(high, low);
+                _mm512_storeu_si512(to.as_mut_ptr().cast(), as_bits(rounded));
+            }
+        }
+    }
+
+    /// The same 512 bits, as 32 bf16.
+    #[target_feature(enable = "avx512f")]
+    fn as_bh(bits: __m512i) -> __m512bh {
+        // SAFETY: both types are 512 bits of plain data, every pattern valid.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::mem::transmute::<__m512i, __m512bh>(bits)
+        }
+    }
+
+    /// The same 512 bits, as an integer vector.
+    #[target_feature(enable = "avx512f")]
+    fn as_bits(values: __m512bh) -> __m512i {
+        // SAFETY: as for `as_bh`.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::mem::transmute::<__m512bh, __m512i>(values)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{Device, Tensor};
+
+    use super::{Bf16Weights, available, to_bf16};
+
+    fn from_bf16(bits: u16) -> f32 {
+        f32::from_bits(u32::from(bits) << 16)
+    }
+
+    #[test]
+    fn rounding_is_to_nearest_even() {
+        assert_eq!(from_bf16(to_bf16(1.0)).to_bits(), 1f32.to_bits());
+        // 1 + 2⁻⁸ lies halfway between 1 and 1 + 2⁻⁷: ties go to the even, 1.
+        assert_eq!(
+            from_bf16(to_bf16(1.0 + 2f32.powi(-8))).to_bits(),
+            1f32.to_bits()
+        );
+        // Just above halfway rounds up.
+        let above = f32::from_bits((1.0f32 + 2f32.powi(-8)).to_bits() + 1);
+        assert_eq!(
+            from_bf16(to_bf16(above)).to_bits(),
+            (1.0f32 + 2f32.powi(-7)).to_bits()
+        );
+        assert!(from_bf16(to_bf16(f32::NAN)).is_nan());
+        assert_eq!(from_bf16(to_bf16(-3.5)).to_bits(), (-3.5f32).to_bits());
+    }
+
+    /// Against the same product in f64 of the bf16-rounded values, for shapes with partial
+    /// panels, blocks and pairs.
+    #[test]
+    fn product_matches_the_rounded_values() -> candle_core::Result<()> {
+        if !available() {
+            eprintln!("skipped: this CPU has no AVX-512 BF16");
+            return Ok(());
+        }
+        for (rows, inputs, outputs) in [
+            (1, 1, 1),
+            (3, 7, 5),
+            (13, 64, 33),
+            (70, 129, 50),
+            (9, 384, 1536),
+        ] {
+            let value = |i: usize, scale: usize| ((i * 7919 % scale) as f32 / scale as f32) - 0.5;
+            let xs: Vec<f32> = (0..rows * inputs).map(|i| value(i, 101)).collect();
+            let ws: Vec<f32> = (0..outputs * inputs).map(|i| value(i, 97)).collect();
+            let weight = Tensor::from_vec(ws.clone(), (outputs, inputs), &Device::Cpu)?;
+            let packed = Bf16Weights::new(&weight)?;
+            let got = packed
+                .product(&Tensor::from_vec(xs.clone(), (rows, inputs), &Device::Cpu)?)?
+                .to_vec2::<f32>()?;
+            for r in 0..rows {
+                for o in 0..outputs {
+                    let want: f64 = (0..inputs)
+                        .map(|i| {
+                            f64::from(from_bf16(to_bf16(xs[r * inputs + i])))
+                                * f64::from(from_bf16(to_bf16(ws[o * inputs + i])))
+                        })
+                        .sum();
+                    let diff = (f64::from(got[r][o]) - want).abs();
+                    assert!(
+                        diff < 1e-4 * (1.0 + want.abs()),
+                        "[{r}, {o}] of {rows}×{inputs}×{outputs}: {} against {want}",
+                        got[r][o]
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+}
