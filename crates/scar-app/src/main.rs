@@ -8,7 +8,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use anyhow::{Context as _, Result, anyhow, bail};
 use clap::Parser;
 use eframe::egui;
-use scar_ui::{DeviceChoice, Environment, FileDialogs, ScarApp, Settings};
+use scar_ui::{DeviceChoice, Environment, FileDialogs, Precision, ScarApp, Settings};
 
 mod viewer;
 
@@ -49,6 +49,9 @@ struct Args {
     /// cpu, cuda, cuda:N or auto
     #[arg(long, env = "SCAR_DEVICE", default_value = "auto")]
     device: DeviceChoice,
+    /// Embedding precision: auto, f32, bf16 or f16 (GPUs)
+    #[arg(long, env = "SCAR_PRECISION", default_value = "auto")]
+    precision: Precision,
     /// Where the indexes of added folders are kept [default: `indexes` in the app's data folder]
     #[arg(long, env = "SCAR_LIBRARY", value_name = "DIR")]
     library: Option<PathBuf>,
@@ -64,6 +67,7 @@ fn main() -> Result<()> {
         models_dir: args.models_dir,
         model: args.model,
         device: args.device,
+        precision: args.precision,
         library_dir,
     };
     let (outcome, outcomes) = channel();

@@ -250,11 +250,10 @@ fn retriever(settings: &Settings, resolved: &Resolved, quiet: bool) -> Result<Re
     };
     let files = ModelLocator::from_env(&settings.models_dir.value).locate(&model)?;
     let options = EmbedOptions {
-        device: settings.device.value,
         query_prefix: existing
             .as_ref()
             .map(|index| index.manifest().model.query_prefix.clone()),
-        ..EmbedOptions::default()
+        ..settings.embed_options()
     };
     let embedder = Embedder::load(&files, &options)?;
     let missing = resolved
@@ -266,11 +265,12 @@ fn retriever(settings: &Settings, resolved: &Resolved, quiet: bool) -> Result<Re
     if missing > 0 {
         if !quiet {
             eprintln!(
-                "indexing {missing} of the benchmark's {} documents into {} with {} on {}",
+                "indexing {missing} of the benchmark's {} documents into {} with {} on {} in {}",
                 resolved.documents.len(),
                 dir.display(),
                 embedder.info().id,
-                embedder.device_name()
+                embedder.device_name(),
+                embedder.precision()
             );
         }
         let cancel = crate::index_command::cancel_on_interrupt()?;

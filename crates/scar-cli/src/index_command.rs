@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use scar_embed::{EmbedOptions, Embedder, ModelLocator};
+use scar_embed::{Embedder, ModelLocator};
 use scar_index::{
     ChunkUnit, ChunkerConfig, FolderWatch, HnswParams, HnswSetting, IndexOptions, IndexProgress,
     IndexReport, LoadOptions, Salvage, VectorEncoding, index_paths,
@@ -247,13 +247,7 @@ impl IndexArgs {
 
 fn load_embedder(settings: &Settings, model: &str) -> Result<Embedder> {
     let files = ModelLocator::from_env(&settings.models_dir.value).locate(model)?;
-    Ok(Embedder::load(
-        &files,
-        &EmbedOptions {
-            device: settings.device.value,
-            ..Default::default()
-        },
-    )?)
+    Ok(Embedder::load(&files, &settings.embed_options())?)
 }
 
 /// `scar index --rebuild` and `--repair`: the index's own files (and any new paths) indexed
@@ -381,10 +375,11 @@ fn index_into(
     let json = style != ReportStyle::Text;
     if !json {
         eprintln!(
-            "indexing into {} with {} on {}",
+            "indexing into {} with {} on {} in {}",
             dir.display(),
             embedder.info().id,
-            embedder.device_name()
+            embedder.device_name(),
+            embedder.precision()
         );
     }
     let bar = progress_bar(json, "{bar:30} {percent:>3}% {msg}");

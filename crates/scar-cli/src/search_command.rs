@@ -33,7 +33,7 @@ pub fn run(settings: &Settings, query: &str, json: bool, full: bool) -> Result<E
 /// silently ignored: an index is searched with its own model.
 pub(crate) fn open_retriever(settings: &Settings) -> Result<Retriever> {
     let locator = ModelLocator::from_env(&settings.models_dir.value);
-    let retriever = Retriever::open(&settings.index.value, &locator, settings.device.value)?;
+    let retriever = Retriever::open(&settings.index.value, &locator, &settings.embed_options())?;
     let built = &retriever.index().manifest().model.id;
     let asked = &settings.model.value;
     let same = built == asked

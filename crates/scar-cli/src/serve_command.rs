@@ -47,6 +47,7 @@ fn open_library(settings: &Settings, indexes: &[PathBuf]) -> Result<Library> {
     let options = LibraryOptions {
         models_dir: settings.models_dir.value.clone(),
         device: settings.device.value,
+        precision: settings.precision.value,
         llm: settings.llm.value.clone(),
     };
     Ok(Library::open(&dirs, options)?)

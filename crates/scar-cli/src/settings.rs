@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use anyhow::{Context, Result, bail};
-use scar_embed::DeviceChoice;
+use scar_embed::{DeviceChoice, EmbedOptions, Precision};
 use scar_policy::{Policy, PolicyKind, PolicySettings};
 use scar_retrieve::FirstStage;
 use serde::Serialize;
@@ -57,6 +57,9 @@ pub struct SettingFlags {
     /// cpu, cuda, cuda:N or auto [env: SCAR_DEVICE] [default: auto]
     #[arg(long, global = true)]
     pub device: Option<DeviceChoice>,
+    /// Embedding precision: auto, f32, bf16 (CPUs with AVX-512 BF16; GPUs) or f16 (GPUs) [env: SCAR_PRECISION] [default: auto: bf16 where the CPU has it, f16 on a GPU, else f32]
+    #[arg(long, global = true)]
+    pub precision: Option<Precision>,
 }
 
 /// Search settings given on the command line.
@@ -140,6 +143,7 @@ pub struct Settings {
     pub model: Setting<String>,
     pub models_dir: Setting<PathBuf>,
     pub device: Setting<DeviceChoice>,
+    pub precision: Setting<Precision>,
     pub k: Setting<usize>,
     pub policy: Setting<PolicyKind>,
     /// `None`: the policy's own window.
@@ -355,6 +359,7 @@ impl Settings {
                 PathBuf::from("models"),
             )?,
             device: layers.resolve("device", flags.device, DeviceChoice::Auto)?,
+            precision: layers.resolve("precision", flags.precision, Precision::Auto)?,
             k: layers.resolve("k", search.k, scar_retrieve::DEFAULT_K)?,
             policy: layers.resolve("policy", search.policy, PolicyKind::default())?,
             window: Setting {
@@ -467,6 +472,15 @@ impl Settings {
         Ok(scar_policy::Options::new(policy)?.with_budget(self.budget_tokens.value))
     }
 
+    /// How the embedding model is loaded: on the chosen device, in the chosen precision.
+    pub fn embed_options(&self) -> EmbedOptions {
+        EmbedOptions {
+            device: self.device.value,
+            precision: self.precision.value,
+            ..EmbedOptions::default()
+        }
+    }
+
     /// How answers are generated: the answer settings over the library's defaults.
     pub fn generation_params(&self) -> scar_answer::GenerationParams {
         scar_answer::GenerationParams {
@@ -491,6 +505,7 @@ impl Settings {
             row("model", &self.model),
             path("models_dir", &self.models_dir),
             row("device", &self.device),
+            row("precision", &self.precision),
             row("k", &self.k),
             row("policy", &self.policy),
             (

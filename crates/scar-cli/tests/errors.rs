@@ -61,6 +61,27 @@ fn a_missing_model_names_the_fix() {
 }
 
 #[test]
+fn a_precision_the_cpu_cannot_run_is_refused_before_the_index_is_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("index");
+    let docs = workspace().join("assets/example");
+    fails_with(
+        scar(&index)
+            .args(["--precision", "f16", "index"])
+            .arg(&docs),
+        "f16 runs on a GPU only; use f32",
+    );
+    assert!(!index.exists());
+    run(scar(&index)
+        .args(["--precision", "f32", "index"])
+        .arg(&docs));
+    fails_with(
+        scar(&index).args(["--precision", "f16", "search", "kayak"]),
+        "precision f16 is not available",
+    );
+}
+
+#[test]
 fn chunks_past_the_model_limit_are_warned_about() {
     let dir = tempfile::tempdir().unwrap();
     let docs = workspace().join("assets/example");

@@ -13,8 +13,9 @@ fn graph_search_matches_exact_search_and_can_be_dropped() {
     let dir = tempfile::tempdir().unwrap();
     let index = dir.path().join("index");
     let example = workspace().join("assets/example");
+    // The same vectors as the example index (f32), so that graph and exact search can agree.
     let built = run(scar(&index)
-        .arg("index")
+        .args(["--precision", "f32", "index"])
         .arg(&example)
         .args(["--hnsw", "--json"]));
     let report: serde_json::Value = serde_json::from_slice(&built.stdout).unwrap();

@@ -1,6 +1,6 @@
 //! Flags beat environment variables, which beat the config file, which beats the defaults.
 
-use crate::common::{run, scar};
+use crate::common::{fails_with, run, scar};
 
 fn config(command: &mut std::process::Command) -> serde_json::Value {
     serde_json::from_slice(&run(command.args(["config", "--json"])).stdout).unwrap()
@@ -81,4 +81,38 @@ fn an_unknown_key_in_the_config_file_is_refused_with_the_nearest_setting() {
     );
     std::fs::write(&file, "k = 4\nlambda = 0.5\n").unwrap();
     run(scar(dir.path()).env("SCAR_CONFIG", &file).args(["config"]));
+}
+
+#[test]
+fn the_embedding_precision_is_a_setting_like_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.toml");
+    std::fs::write(&file, "precision = \"f32\"\n").unwrap();
+    let with_file = || {
+        let mut command = scar(dir.path());
+        command.env("SCAR_CONFIG", &file);
+        command
+    };
+    assert_eq!(
+        config(&mut with_file())["settings"]["precision"],
+        serde_json::json!({"value": "f32", "source": "config_file"})
+    );
+    assert_eq!(
+        config(with_file().env("SCAR_PRECISION", "bfloat16"))["settings"]["precision"],
+        serde_json::json!({"value": "bf16", "source": "environment"})
+    );
+    assert_eq!(
+        config(
+            with_file()
+                .env("SCAR_PRECISION", "bfloat16")
+                .args(["--precision", "auto"])
+        )["settings"]["precision"],
+        serde_json::json!({"value": "auto", "source": "flag"})
+    );
+    fails_with(
+        scar(dir.path())
+            .env("SCAR_PRECISION", "int4")
+            .args(["config"]),
+        "SCAR_PRECISION = \"int4\": unknown precision `int4`",
+    );
 }

@@ -1,11 +1,13 @@
 //! Our vectors against those of an independent implementation (`PyTorch`
 //! sentence-transformers) loading the same files, written by `scripts/reference-embeddings.py`:
-//! the real `all-MiniLM-L6-v2`, and a model of BGE-large's width with random weights.
+//! the real `all-MiniLM-L6-v2`, and a model of BGE-large's width with random weights. The
+//! references are f32: f32 must agree to 0.9999, the default precision (bf16 on a CPU that has
+//! it) to 0.999.
 
-use scar_embed::Embedder;
+use scar_embed::{Embedder, Precision};
 use serde::Deserialize;
 
-use crate::common::{bge_large_shape_2l, cosine, minilm};
+use crate::common::{bge_large_shape_2l, cosine, minilm, minilm_in};
 
 #[derive(Deserialize)]
 struct Fixture {
@@ -59,7 +61,7 @@ fn assert_agrees(embedder: &Embedder, fixture: &Fixture, min_cosine: f32) {
 #[test]
 fn bge_large_shape_matches_sentence_transformers() {
     let fixture = read_fixture("bge-large-shape-2l-reference.json");
-    let embedder = bge_large_shape_2l();
+    let embedder = bge_large_shape_2l(Precision::F32);
     assert_eq!(embedder.info().dimension, 1024);
     assert_eq!(embedder.info().max_tokens, fixture.max_seq_length);
     assert!(
@@ -91,10 +93,17 @@ fn bge_large_shape_matches_sentence_transformers() {
 }
 
 #[test]
+fn the_default_precision_stays_close_to_the_f32_references() {
+    let large = read_fixture("bge-large-shape-2l-reference.json");
+    assert_agrees(&bge_large_shape_2l(Precision::Auto), &large, 0.999);
+    assert_agrees(&minilm(), &fixture(), 0.999);
+}
+
+#[test]
 fn minilm_matches_sentence_transformers() {
     let fixture = fixture();
     assert!(fixture.cases.len() >= 8);
-    let embedder = minilm();
+    let embedder = minilm_in(Precision::F32);
     assert_eq!(embedder.info().max_tokens, fixture.max_seq_length);
     assert_eq!(
         embedder.text_token_limit(),

@@ -6,7 +6,7 @@ use std::path::Path;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::{VarBuilder, VarMap};
 use candle_transformers::models::bert::{BertModel, Config};
-use scar_embed::{DeviceChoice, EmbedOptions, Embedder, ModelFiles, Pooling};
+use scar_embed::{DeviceChoice, EmbedOptions, Embedder, ModelFiles, Pooling, Precision};
 use tokenizers::Tokenizer;
 use tokenizers::models::wordpiece::WordPiece;
 use tokenizers::normalizers::BertNormalizer;
@@ -125,8 +125,10 @@ fn pooled_by_hand(dir: &Path, ids: &[u32], pooling: Pooling) -> Vec<f32> {
 
 fn load(dir: &Path, name: &str, query_prefix: Option<&str>) -> Embedder {
     let files = ModelFiles::from_dir(name, dir).unwrap();
+    // f32: pooling is checked against candle's own f32 model, to 0.99999.
     let options = EmbedOptions {
         device: DeviceChoice::Cpu,
+        precision: Precision::F32,
         query_prefix: query_prefix.map(str::to_owned),
         ..EmbedOptions::default()
     };

@@ -35,7 +35,7 @@
 //! A whole run:
 //!
 //! ```no_run
-//! use scar_embed::{DeviceChoice, ModelLocator};
+//! use scar_embed::{EmbedOptions, ModelLocator};
 //! use scar_eval::{Benchmark, EvalOptions, evaluate, resolve};
 //! use scar_retrieve::Retriever;
 //!
@@ -43,7 +43,7 @@
 //! let benchmark = Benchmark::load(path)?;
 //! let resolved = resolve(&benchmark, path, "../shared/data/corpora".as_ref(), None)?;
 //! // An index holding resolved.documents, e.g. built with `scar index`.
-//! let retriever = Retriever::open("my-index", &ModelLocator::from_env("models"), DeviceChoice::Auto)?;
+//! let retriever = Retriever::open("my-index", &ModelLocator::from_env("models"), &EmbedOptions::default())?;
 //! let report = evaluate(&retriever, &resolved, &EvalOptions::default(), &mut |p| {
 //!     eprintln!("{}/{}", p.done, p.total);
 //! })?;

@@ -6,11 +6,11 @@
 //! user can move λ or γ and see the decisions change without re-embedding anything.
 //!
 //! ```no_run
-//! use scar_embed::{DeviceChoice, ModelLocator};
+//! use scar_embed::{EmbedOptions, ModelLocator};
 //! use scar_policy::{Options, Policy};
 //! use scar_retrieve::{FirstStage, Retriever};
 //!
-//! let retriever = Retriever::open("my-index", &ModelLocator::from_env("models"), DeviceChoice::Auto)?;
+//! let retriever = Retriever::open("my-index", &ModelLocator::from_env("models"), &EmbedOptions::default())?;
 //! let prepared = retriever.prepare("How is a connection opened?", FirstStage::Dense, 5)?;
 //! let report = retriever.expand(&prepared, &Options::new(Policy::scar(1))?)?;
 //! for chunk in &report.chunks {
@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use scar_core::ChunkId;
-use scar_embed::{DeviceChoice, EmbedOptions, Embedder, ModelLocator};
+use scar_embed::{EmbedOptions, Embedder, ModelLocator};
 use scar_index::Index;
 use scar_policy::{Options, RRF_K, Rankings, Seed, expand};
 use serde::{Deserialize, Serialize};
@@ -117,18 +117,18 @@ pub struct Retriever {
 }
 
 impl Retriever {
-    /// Opens the index in `dir` and loads the model it was built with.
+    /// Opens the index in `dir` and loads the model it was built with, on the device and in the
+    /// precision `options` name (the query instruction is always the index's own).
     pub fn open(
         dir: impl AsRef<Path>,
         locator: &ModelLocator,
-        device: DeviceChoice,
+        options: &EmbedOptions,
     ) -> Result<Self> {
         let index = Index::open(dir)?;
         let files = locator.locate(&index.manifest().model.id)?;
         let options = EmbedOptions {
-            device,
             query_prefix: Some(index.manifest().model.query_prefix.clone()),
-            ..EmbedOptions::default()
+            ..options.clone()
         };
         let embedder = Embedder::load(&files, &options)?;
         Self::new(embedder, index)

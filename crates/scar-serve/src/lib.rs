@@ -7,12 +7,13 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use scar_embed::DeviceChoice;
+//! use scar_embed::{DeviceChoice, Precision};
 //! use scar_serve::{Library, LibraryOptions, http};
 //!
 //! let options = LibraryOptions {
 //!     models_dir: "models".into(),
 //!     device: DeviceChoice::Auto,
+//!     precision: Precision::Auto,
 //!     llm: scar_answer::DEFAULT_LLM.to_owned(),
 //! };
 //! let library = Arc::new(Library::open(&["my-index".into()], options)?);

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
 use scar_answer::{Generator, LlmLocator, LoadOptions, LocalModel};
-use scar_embed::{DeviceChoice, EmbedOptions, Embedder, ModelLocator};
+use scar_embed::{DeviceChoice, EmbedOptions, Embedder, ModelLocator, Precision};
 use scar_index::Index;
 use scar_retrieve::Retriever;
 use serde::Serialize;
@@ -24,6 +24,8 @@ pub struct LibraryOptions {
     pub models_dir: PathBuf,
     /// Where the models run.
     pub device: DeviceChoice,
+    /// The number format the embedding models compute in.
+    pub precision: Precision,
     /// The chat model for `ask`: a GGUF file, a folder or a known name (see
     /// [`LlmLocator`]); loaded on the first question.
     pub llm: String,
@@ -95,6 +97,7 @@ impl Library {
                     .map_err(|e| ServeError::open(dir, e))?;
                 let embed_options = EmbedOptions {
                     device: options.device,
+                    precision: options.precision,
                     query_prefix: Some(model.query_prefix.clone()),
                     ..EmbedOptions::default()
                 };

@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use scar_embed::DeviceChoice;
+use scar_embed::{DeviceChoice, Precision};
 use scar_serve::{Library, LibraryOptions, http};
 
 pub use scar_test_support::{example_index, workspace};
@@ -13,6 +13,7 @@ pub fn library_options() -> LibraryOptions {
     LibraryOptions {
         models_dir: scar_test_support::models_dir(),
         device: DeviceChoice::Cpu,
+        precision: Precision::Auto,
         llm: scar_answer::DEFAULT_LLM.to_owned(),
     }
 }

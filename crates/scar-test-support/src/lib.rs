@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::AtomicBool;
 
-use scar_embed::{DeviceChoice, EmbedOptions, Embedder, ModelFiles, ModelLocator};
+use scar_embed::{DeviceChoice, EmbedOptions, Embedder, ModelFiles, ModelLocator, Precision};
 use scar_index::{IndexOptions, index_paths};
 
 /// The name the example index's model goes by, as `SCAR_MODEL` or the app's model setting.
@@ -49,6 +49,12 @@ pub fn minilm() -> Embedder {
     cpu_model("sentence-transformers/all-MiniLM-L6-v2", MINILM)
 }
 
+/// [`minilm`] in the given precision.
+#[must_use]
+pub fn minilm_in(precision: Precision) -> Embedder {
+    cpu_model_in("sentence-transformers/all-MiniLM-L6-v2", MINILM, precision)
+}
+
 /// A BERT with all-MiniLM-L6-v2's tokenizer, 2 layers of width 32 and random weights
 /// (`scripts/make-bge-shaped-model tiny`): for tests of everything but meaning (byte ranges,
 /// incremental runs, crash safety, graphs) at a fraction of the real model's cost. Different
@@ -58,23 +64,31 @@ pub fn tiny_bert() -> Embedder {
     cpu_model("bge-tiny-shape", "bge-tiny-shape")
 }
 
-/// The model in `models/<folder>`, known as `name`, on the CPU.
+/// The model in `models/<folder>`, known as `name`, on the CPU in the default precision.
 #[must_use]
 pub fn cpu_model(name: &str, folder: &str) -> Embedder {
-    let files = ModelFiles::from_dir(name, models_dir().join(folder))
-        .unwrap_or_else(|e| panic!("{e}: run scripts/fetch-test-models first"));
-    Embedder::load(&files, &cpu()).expect("the test model loads")
+    cpu_model_in(name, folder, Precision::Auto)
 }
 
-fn cpu() -> EmbedOptions {
+/// [`cpu_model`] in the given precision.
+#[must_use]
+pub fn cpu_model_in(name: &str, folder: &str, precision: Precision) -> Embedder {
+    let files = ModelFiles::from_dir(name, models_dir().join(folder))
+        .unwrap_or_else(|e| panic!("{e}: run scripts/fetch-test-models first"));
+    Embedder::load(&files, &cpu(precision)).expect("the test model loads")
+}
+
+fn cpu(precision: Precision) -> EmbedOptions {
     EmbedOptions {
         device: DeviceChoice::Cpu,
+        precision,
         ..EmbedOptions::default()
     }
 }
 
 /// `assets/example` indexed with [`MINILM`], found through the models folder as the CLI and the
-/// app find it, into a folder named `example` (the name the app's library shows). Built once per
+/// app find it, into a folder named `example` (the name the app's library shows). In f32, so
+/// that its vectors, and the scores the app's snapshots show, are the same on every CPU. Built once per
 /// checkout under the target folder; later calls rerun the incremental indexer, which finds
 /// nothing to do.
 #[must_use]
@@ -85,7 +99,7 @@ pub fn example_index() -> &'static Path {
         let files = ModelLocator::from_env(models_dir())
             .locate(MINILM)
             .unwrap_or_else(|e| panic!("{e}: run scripts/fetch-test-models first"));
-        let embedder = Embedder::load(&files, &cpu()).expect("the test model loads");
+        let embedder = Embedder::load(&files, &cpu(Precision::F32)).expect("the test model loads");
         let report = index_paths(
             &dir,
             &[workspace().join("assets/example")],

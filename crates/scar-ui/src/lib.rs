@@ -44,7 +44,7 @@ mod worker;
 
 use std::path::{Path, PathBuf};
 
-pub use scar_embed::DeviceChoice;
+pub use scar_embed::{DeviceChoice, Precision};
 
 pub use app::ScarApp;
 pub use error::{Result, UiError};
@@ -60,6 +60,8 @@ pub struct Environment {
     pub model: String,
     /// Where embedding runs.
     pub device: DeviceChoice,
+    /// The number format embedding computes in.
+    pub precision: Precision,
     /// The folder that holds the indexes of folders added in the app.
     pub library_dir: PathBuf,
 }
@@ -72,7 +74,20 @@ impl Default for Environment {
             models_dir: PathBuf::from("models"),
             model: "BAAI/bge-large-en-v1.5".to_owned(),
             device: DeviceChoice::Auto,
+            precision: Precision::Auto,
             library_dir: PathBuf::from("scar-library"),
+        }
+    }
+}
+
+impl Environment {
+    /// How the embedding model is loaded: on the chosen device, in the chosen precision.
+    #[must_use]
+    pub fn embed_options(&self) -> scar_embed::EmbedOptions {
+        scar_embed::EmbedOptions {
+            device: self.device,
+            precision: self.precision,
+            ..scar_embed::EmbedOptions::default()
         }
     }
 }

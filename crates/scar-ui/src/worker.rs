@@ -12,7 +12,7 @@ use std::thread;
 use scar_answer::{
     Answer, GenerationParams, LlmLocator, LoadOptions, LocalModel, Turn, standalone_question,
 };
-use scar_embed::{EmbedOptions, Embedder, ModelLocator};
+use scar_embed::{Embedder, ModelLocator};
 use scar_index::{
     FolderWatch, Index, IndexOptions, IndexProgress, IndexReport, Skipped, index_paths,
 };
@@ -302,7 +302,7 @@ fn run(job: Job, environment: &Environment) -> Event {
     match job {
         Job::Open(dir) => {
             let locator = ModelLocator::from_env(&environment.models_dir);
-            let result = Retriever::open(&dir, &locator, environment.device)
+            let result = Retriever::open(&dir, &locator, &environment.embed_options())
                 .map(Arc::new)
                 .map_err(Into::into);
             let skipped = scar_index::skipped_files(&dir)
@@ -384,13 +384,7 @@ fn index_folder(
         |index| index.manifest().model.id.clone(),
     );
     let files = ModelLocator::from_env(&environment.models_dir).locate(&model)?;
-    let embedder = Embedder::load(
-        &files,
-        &EmbedOptions {
-            device: environment.device,
-            ..EmbedOptions::default()
-        },
-    )?;
+    let embedder = Embedder::load(&files, &environment.embed_options())?;
     let report = index_paths(
         dir,
         sources,

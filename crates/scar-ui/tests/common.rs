@@ -7,7 +7,7 @@ use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use scar_policy::PolicyKind;
 use scar_retrieve::FirstStage;
-use scar_ui::{Controls, DeviceChoice, Environment, FileDialogs, ScarApp, Settings};
+use scar_ui::{Controls, DeviceChoice, Environment, FileDialogs, Precision, ScarApp, Settings};
 
 /// Its evidence straddles chunks 3 and 4 of ferry-handbook.md.
 pub const KAYAK: &str = "What does it cost to take my kayak on the ferry?";
@@ -18,6 +18,8 @@ pub fn environment(library_dir: &Path) -> Environment {
         models_dir: scar_test_support::models_dir(),
         model: MODEL.to_owned(),
         device: DeviceChoice::Cpu,
+        // f32 on every CPU: the snapshots show scores, and must look alike with and without bf16.
+        precision: Precision::F32,
         library_dir: library_dir.to_owned(),
     }
 }
