@@ -4,9 +4,10 @@
 //! - hidden states stay a 2-D `[tokens, width]` matrix, so every linear layer is one large
 //!   matrix product over the whole batch rather than one small product per text;
 //! - the query, key and value projections are one product with their weights stacked;
-//! - padding is described by each text's length, not by an additive mask tensor; on CPU the
-//!   attention softmax skips padded keys, and biases, GELU, residuals and layer norms run in
-//!   place ([`crate::kernels`]).
+//! - on CPU the texts are packed, one row per real token and no padding, so that no product
+//!   spends time on padding; each text attends to its own tokens ([`crate::attention`]), and
+//!   biases, GELU, residuals and layer norms run in place ([`crate::kernels`]). On a GPU the
+//!   texts are padded to the longest, with an additive mask.
 //!
 //! Weights load from the same safetensors names as `transformers`' `BertModel` (with or without
 //! a `bert.` prefix).
@@ -16,7 +17,7 @@ use candle_nn::{Embedding, LayerNorm, VarBuilder};
 use candle_transformers::models::bert::{Config, HiddenAct, PositionEmbeddingType};
 
 use crate::bf16::Bf16Weights;
-use crate::kernels;
+use crate::{attention, kernels};
 
 /// The encoder: embeddings and the transformer layers, without BERT's pooler.
 pub(crate) struct Bert {
@@ -93,6 +94,9 @@ impl Bert {
     /// Hidden states `[batch, longest, width]` for token ids `[batch, longest]` whose texts hold
     /// `lengths[b]` real tokens each, padding after.
     pub(crate) fn forward(&self, ids: &Tensor, lengths: &[usize]) -> Result<Tensor> {
+        if ids.device().is_cpu() && self.words.embeddings().dtype() == DType::F32 {
+            return self.forward_packed(ids, lengths);
+        }
         let (batch, longest) = ids.dims2()?;
         let device = ids.device();
         let positions = Tensor::arange(0u32, longest as u32, device)?;
@@ -105,11 +109,60 @@ impl Bert {
             .forward(&embedded)?
             .reshape((batch * longest, ()))?;
         let mask = Mask::new(lengths, longest, hidden.dtype(), device)?;
+        let attention = Attention::Padded { batch, mask: &mask };
         for layer in &self.layers {
-            hidden = layer.forward(&hidden, batch, self.heads, &mask, self.activation)?;
+            hidden = layer.forward(&hidden, &attention, self.heads, self.activation)?;
         }
         hidden.reshape((batch, longest, ()))
     }
+
+    /// [`Self::forward`] on the CPU: the texts' real tokens packed into one `[tokens, width]`
+    /// matrix for every layer, padded only in the result.
+    fn forward_packed(&self, ids: &Tensor, lengths: &[usize]) -> Result<Tensor> {
+        let (batch, longest) = ids.dims2()?;
+        let device = ids.device();
+        let rows = ids.to_vec2::<u32>()?;
+        let packed: Vec<u32> = rows
+            .iter()
+            .zip(lengths)
+            .flat_map(|(row, &length)| row[..length].iter().copied())
+            .collect();
+        let positions: Vec<u32> = lengths
+            .iter()
+            .flat_map(|&length| 0..length as u32)
+            .collect();
+        let tokens = packed.len();
+        let words = self
+            .words
+            .forward(&Tensor::from_vec(packed, tokens, device)?)?;
+        let positions = self
+            .positions
+            .forward(&Tensor::from_vec(positions, tokens, device)?)?;
+        let embedded = (words + positions)?.broadcast_add(&self.token_type)?;
+        let mut hidden = self.embedding_norm.forward(&embedded)?;
+        let attention = Attention::Packed(lengths);
+        for layer in &self.layers {
+            hidden = layer.forward(&hidden, &attention, self.heads, self.activation)?;
+        }
+        let width = hidden.dim(1)?;
+        let packed = hidden.flatten_all()?.to_vec1::<f32>()?;
+        let mut padded = vec![0f32; batch * longest * width];
+        let mut start = 0;
+        for (text, &length) in lengths.iter().enumerate() {
+            padded[text * longest * width..][..length * width]
+                .copy_from_slice(&packed[start * width..(start + length) * width]);
+            start += length;
+        }
+        Tensor::from_vec(padded, (batch, longest, width), device)
+    }
+}
+
+/// How a layer's rows hold the texts, and so how they attend.
+enum Attention<'a> {
+    /// One row per real token, texts one after another, `lengths[t]` rows each (CPU).
+    Packed(&'a [usize]),
+    /// `batch` texts padded to the same length, padding masked.
+    Padded { batch: usize, mask: &'a Mask },
 }
 
 impl Layer {
@@ -139,32 +192,20 @@ impl Layer {
         })
     }
 
-    /// One post-norm transformer layer over `hidden` `[batch · longest, width]`.
+    /// One post-norm transformer layer over `hidden` `[tokens, width]`, its rows laid out as
+    /// `attention` says.
     fn forward(
         &self,
         hidden: &Tensor,
-        batch: usize,
+        attention: &Attention,
         heads: usize,
-        mask: &Mask,
         activation: HiddenAct,
     ) -> Result<Tensor> {
-        let (tokens, width) = hidden.dims2()?;
-        let longest = tokens / batch;
-        let head_width = width / heads;
-        // [tokens, 3·width] → [3, batch, heads, longest, head_width]: one copy for all three.
-        let qkv = self
-            .qkv
-            .forward(hidden)?
-            .reshape((batch, longest, 3, heads, head_width))?
-            .permute((2, 0, 3, 1, 4))?
-            .contiguous()?;
-        let (query, key, value) = (qkv.get(0)?, qkv.get(1)?, qkv.get(2)?);
-        let scores = query.matmul(&key.t()?)?;
-        let probabilities = mask.softmax(scores, (head_width as f32).sqrt().recip())?;
-        let context = probabilities
-            .matmul(&value)?
-            .transpose(1, 2)?
-            .reshape((tokens, width))?;
+        let qkv = self.qkv.forward(hidden)?;
+        let context = match attention {
+            Attention::Packed(lengths) => attention::packed_attention(&qkv, lengths, heads)?,
+            Attention::Padded { batch, mask } => padded_attention(&qkv, *batch, heads, mask)?,
+        };
         let attended = self.attention_out.forward(&context, hidden)?;
         let activated = match activation {
             HiddenAct::Gelu if uses_cpu_kernels(&attended) => {
@@ -178,6 +219,25 @@ impl Layer {
         };
         self.output.forward(&activated, &attended)
     }
+}
+
+/// The attention context `[tokens, width]` of `qkv` `[tokens, 3 · width]` for `batch` texts
+/// padded to the same length.
+fn padded_attention(qkv: &Tensor, batch: usize, heads: usize, mask: &Mask) -> Result<Tensor> {
+    let (tokens, three_widths) = qkv.dims2()?;
+    let (longest, width) = (tokens / batch, three_widths / 3);
+    let head_width = width / heads;
+    // [tokens, 3·width] → [3, batch, heads, longest, head_width]: one copy for all three.
+    let qkv = qkv
+        .reshape((batch, longest, 3, heads, head_width))?
+        .permute((2, 0, 3, 1, 4))?
+        .contiguous()?;
+    let (query, key, value) = (qkv.get(0)?, qkv.get(1)?, qkv.get(2)?);
+    let scores = (query.matmul(&key.t()?)? * f64::from(head_width as f32).sqrt().recip())?;
+    candle_nn::ops::softmax_last_dim(&scores.broadcast_add(&mask.0)?)?
+        .matmul(&value)?
+        .transpose(1, 2)?
+        .reshape((tokens, width))
 }
 
 /// True where the CPU kernels apply: f32 on the CPU.
@@ -268,38 +328,18 @@ impl AddNorm {
     }
 }
 
-/// Which keys are padding, in the form each device wants.
-enum Mask {
-    /// Real tokens per text, for the CPU kernel.
-    Lengths(Vec<usize>),
-    /// `[batch, 1, 1, longest]`: 0 for real tokens, the most negative value for padding.
-    Additive(Tensor),
-}
+/// Which keys are padding: `[batch, 1, 1, longest]`, 0 for real tokens, the most negative
+/// value for padding.
+struct Mask(Tensor);
 
 impl Mask {
     fn new(lengths: &[usize], longest: usize, dtype: DType, device: &Device) -> Result<Self> {
-        if device.is_cpu() && dtype == DType::F32 {
-            return Ok(Self::Lengths(lengths.to_vec()));
-        }
         let values: Vec<f32> = lengths
             .iter()
             .flat_map(|&n| (0..longest).map(move |j| if j < n { 0.0 } else { f32::MIN }))
             .collect();
-        Ok(Self::Additive(
+        Ok(Self(
             Tensor::from_vec(values, (lengths.len(), 1, 1, longest), device)?.to_dtype(dtype)?,
         ))
-    }
-
-    /// Attention probabilities from raw scores `[batch, heads, longest, longest]`.
-    fn softmax(&self, scores: Tensor, scale: f32) -> Result<Tensor> {
-        match self {
-            Self::Lengths(lengths) => {
-                kernels::masked_softmax_in_place(&scores, scale, lengths)?;
-                Ok(scores)
-            }
-            Self::Additive(bias) => {
-                candle_nn::ops::softmax_last_dim(&(scores * f64::from(scale))?.broadcast_add(bias)?)
-            }
-        }
     }
 }

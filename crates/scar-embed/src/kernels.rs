@@ -1,5 +1,5 @@
 //! CPU kernels for the steps that candle runs as scalar or many-pass code: GELU (erf), the
-//! attention softmax with its padding mask, and the bias, residual and layer norm that close
+//! attention softmax, and the bias, residual and layer norm that close
 //! each half of a layer. A profile of `all-MiniLM-L6-v2` put a fifth of the time in libm's `erff`
 //! and `expf` and another tenth in separate passes (with their allocations) for biases,
 //! residuals and norms (docs/PERFORMANCE.md). These kernels work in place on f32, rows in
@@ -11,7 +11,7 @@
 #![allow(clippy::inline_always)]
 
 use candle_core::backend::BackendStorage;
-use candle_core::{CpuStorage, InplaceOp1, InplaceOp2, InplaceOp3, Layout, Tensor};
+use candle_core::{CpuStorage, InplaceOp2, InplaceOp3, Layout, Tensor};
 use rayon::prelude::*;
 
 /// Rows one task of a row-wise kernel takes at least, so that narrow rows do not drown in
@@ -39,23 +39,12 @@ pub(crate) fn add_norm_in_place(
     xs.inplace_op3(residual, params, &AddNorm { eps })
 }
 
-/// Turns attention scores `[batch, heads, queries, keys]` into probabilities in place:
-/// `softmax(scale · s)` over the first `key_lengths[b]` keys of batch item `b`, zero past them
-/// (padding).
-pub(crate) fn masked_softmax_in_place(
-    scores: &Tensor,
-    scale: f32,
-    key_lengths: &[usize],
-) -> candle_core::Result<()> {
-    let (batch, heads, queries, _) = scores.dims4()?;
-    if key_lengths.len() != batch {
-        candle_core::bail!("{} key lengths for a batch of {batch}", key_lengths.len());
+/// Softmax of each row of `rows` (`width` values a row), in place.
+pub(crate) fn softmax_rows(rows: &mut [f32], width: usize) {
+    let arch = pulp::Arch::new();
+    for xs in rows.chunks_exact_mut(width.max(1)) {
+        arch.dispatch(SoftmaxRow { xs });
     }
-    scores.inplace_op1(&MaskedSoftmax {
-        scale,
-        key_lengths,
-        rows_per_item: heads * queries,
-    })
 }
 
 /// Rows per parallel task for rows of `width`.
@@ -137,32 +126,6 @@ impl InplaceOp3 for AddNorm {
     }
 }
 
-struct MaskedSoftmax<'a> {
-    scale: f32,
-    key_lengths: &'a [usize],
-    rows_per_item: usize,
-}
-
-impl InplaceOp1 for MaskedSoftmax<'_> {
-    fn name(&self) -> &'static str {
-        "masked-softmax-in-place"
-    }
-
-    fn cpu_fwd(&self, storage: &mut CpuStorage, layout: &Layout) -> candle_core::Result<()> {
-        let keys = layout.dims().last().copied().unwrap_or(1);
-        let data = contiguous_mut(storage, layout, self.name())?;
-        data.par_chunks_mut(keys).enumerate().for_each(|(row, xs)| {
-            let valid = self.key_lengths[row / self.rows_per_item].min(keys);
-            pulp::Arch::new().dispatch(SoftmaxRow {
-                xs,
-                valid,
-                scale: self.scale,
-            });
-        });
-        Ok(())
-    }
-}
-
 fn contiguous_mut<'a>(
     storage: &'a mut CpuStorage,
     layout: &Layout,
@@ -177,7 +140,7 @@ fn contiguous_mut<'a>(
     }
 }
 
-fn contiguous<'a>(
+pub(crate) fn contiguous<'a>(
     storage: &'a CpuStorage,
     layout: &Layout,
     op: &'static str,
@@ -263,11 +226,9 @@ fn lane_sum(xs: &[f32], f: impl Fn(f32) -> f32) -> f32 {
     chunks.remainder().iter().map(|&x| f(x)).sum::<f32>() + sums.iter().sum::<f32>()
 }
 
-/// `softmax(scale · xs[..valid])`, zeros after; `scale` must be positive.
+/// `softmax(xs)` in place.
 struct SoftmaxRow<'a> {
     xs: &'a mut [f32],
-    valid: usize,
-    scale: f32,
 }
 
 impl pulp::WithSimd for SoftmaxRow<'_> {
@@ -275,32 +236,30 @@ impl pulp::WithSimd for SoftmaxRow<'_> {
 
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _: S) {
-        softmax_row(self.xs, self.valid, self.scale);
+        softmax_row(self.xs);
     }
 }
 
 #[inline(always)]
-fn softmax_row(xs: &mut [f32], valid: usize, scale: f32) {
-    let (live, padding) = xs.split_at_mut(valid);
-    padding.fill(0.0);
-    let max = live.iter().fold(f32::NEG_INFINITY, |m, &x| m.max(x)) * scale;
+fn softmax_row(xs: &mut [f32]) {
+    let max = xs.iter().fold(f32::NEG_INFINITY, |m, &x| m.max(x));
     // Lanes of partial sums, so that the sum vectorises (float addition is not reordered).
     let mut sums = [0.0f32; 16];
-    let mut chunks = live.chunks_exact_mut(16);
+    let mut chunks = xs.chunks_exact_mut(16);
     for chunk in &mut chunks {
         for (x, sum) in chunk.iter_mut().zip(&mut sums) {
-            *x = exp(x.mul_add(scale, -max));
+            *x = exp(*x - max);
             *sum += *x;
         }
     }
     let mut total: f32 = 0.0;
     for x in chunks.into_remainder() {
-        *x = exp(x.mul_add(scale, -max));
+        *x = exp(*x - max);
         total += *x;
     }
     total += sums.iter().sum::<f32>();
     let inverse = total.recip();
-    for x in live {
+    for x in xs {
         *x *= inverse;
     }
 }
@@ -360,12 +319,12 @@ fn gelu(x: f32) -> f32 {
 }
 
 #[cfg(test)]
-mod tests {
-    use candle_core::{D, Device, IndexOp};
+pub(crate) mod tests {
+    use candle_core::{D, Device};
 
     use super::*;
 
-    fn max_difference(a: &Tensor, b: &Tensor) -> f32 {
+    pub(crate) fn max_difference(a: &Tensor, b: &Tensor) -> f32 {
         (a - b)
             .unwrap()
             .abs()
@@ -455,38 +414,15 @@ mod tests {
     }
 
     #[test]
-    fn masked_softmax_matches_candles_softmax_over_the_valid_keys() {
-        let (batch, heads, queries, keys) = (3, 2, 5, 37);
-        let lengths = [37, 20, 1];
-        let scale = 0.125;
-        let scores = Tensor::randn(0f32, 4.0, (batch, heads, queries, keys), &Device::Cpu)
-            .unwrap()
-            .copy()
-            .unwrap();
-        let expected: Vec<Tensor> = lengths
-            .iter()
-            .enumerate()
-            .map(|(b, &n)| {
-                let valid = (scores.i((b, .., .., ..n)).unwrap() * f64::from(scale)).unwrap();
-                candle_nn::ops::softmax(&valid, D::Minus1).unwrap()
-            })
-            .collect();
-        masked_softmax_in_place(&scores, scale, &lengths).unwrap();
-        for (b, &n) in lengths.iter().enumerate() {
-            let ours = scores.i((b, .., .., ..n)).unwrap();
-            let difference = max_difference(&ours, &expected[b]);
-            assert!(difference < 1e-6, "batch item {b}: {difference}");
-            let padding: f32 = scores
-                .i((b, .., .., n..))
-                .unwrap()
-                .abs()
-                .unwrap()
-                .sum_all()
-                .unwrap()
-                .to_scalar()
-                .unwrap();
-            assert!(padding == 0.0, "padding keys get no weight");
-        }
-        assert!(masked_softmax_in_place(&scores, scale, &lengths[..2]).is_err());
+    fn softmax_rows_match_candles_softmax() {
+        let (rows, width) = (7, 37);
+        let scores =
+            (Tensor::randn(0f32, 4.0, (rows, width), &Device::Cpu).unwrap() * 3.0).unwrap();
+        let expected = candle_nn::ops::softmax(&scores, D::Minus1).unwrap();
+        let mut ours = scores.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        softmax_rows(&mut ours, width);
+        let ours = Tensor::from_vec(ours, (rows, width), &Device::Cpu).unwrap();
+        let difference = max_difference(&ours, &expected);
+        assert!(difference < 1e-6, "{difference}");
     }
 }

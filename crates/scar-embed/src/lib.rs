@@ -19,6 +19,7 @@
 //! # Ok::<(), scar_embed::EmbedError>(())
 //! ```
 
+mod attention;
 mod bert;
 mod bf16;
 mod device;
