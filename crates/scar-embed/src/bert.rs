@@ -343,3 +343,44 @@ impl Mask {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{DType, Device, IndexOp, Tensor};
+
+    use super::{Mask, padded_attention};
+    use crate::attention::packed_attention;
+    use crate::kernels::tests::max_difference;
+
+    /// The padded path (GPUs) gives every real token the context the packed path (CPU) gives it,
+    /// whatever the padding rows hold.
+    #[test]
+    fn padded_and_packed_attention_agree_on_real_tokens() {
+        let (heads, width, longest) = (2, 8, 5);
+        let lengths = [3, 5, 1];
+        let tokens: usize = lengths.iter().sum();
+        let packed = Tensor::randn(0f32, 1.0, (tokens, 3 * width), &Device::Cpu).unwrap();
+        let noise = Tensor::randn(0f32, 9.0, (longest, 3 * width), &Device::Cpu).unwrap();
+        let mut rows = Vec::new();
+        let mut start = 0;
+        for &length in &lengths {
+            rows.push(packed.i(start..start + length).unwrap());
+            rows.push(noise.i(length..).unwrap());
+            start += length;
+        }
+        let padded = Tensor::cat(&rows, 0).unwrap();
+        let mask = Mask::new(&lengths, longest, DType::F32, &Device::Cpu).unwrap();
+        let through_padding = padded_attention(&padded, lengths.len(), heads, &mask).unwrap();
+        let through_packing = packed_attention(&packed, &lengths, heads).unwrap();
+        let mut start = 0;
+        for (text, &length) in lengths.iter().enumerate() {
+            let padded_rows = through_padding
+                .i(text * longest..text * longest + length)
+                .unwrap();
+            let packed_rows = through_packing.i(start..start + length).unwrap();
+            let difference = max_difference(&padded_rows, &packed_rows);
+            assert!(difference < 1e-5, "text {text}: {difference}");
+            start += length;
+        }
+    }
+}
