@@ -94,7 +94,7 @@ impl Bert {
     /// Hidden states `[batch, longest, width]` for token ids `[batch, longest]` whose texts hold
     /// `lengths[b]` real tokens each, padding after.
     pub(crate) fn forward(&self, ids: &Tensor, lengths: &[usize]) -> Result<Tensor> {
-        if ids.device().is_cpu() && self.words.embeddings().dtype() == DType::F32 {
+        if uses_cpu_kernels(self.words.embeddings()) {
             return self.forward_packed(ids, lengths);
         }
         let (batch, longest) = ids.dims2()?;
