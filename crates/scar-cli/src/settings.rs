@@ -474,11 +474,7 @@ impl Settings {
 
     /// How the embedding model is loaded: on the chosen device, in the chosen precision.
     pub fn embed_options(&self) -> EmbedOptions {
-        EmbedOptions {
-            device: self.device.value,
-            precision: self.precision.value,
-            ..EmbedOptions::default()
-        }
+        EmbedOptions::new(self.device.value, self.precision.value)
     }
 
     /// How answers are generated: the answer settings over the library's defaults.

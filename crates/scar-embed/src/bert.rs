@@ -1,5 +1,5 @@
-//! BERT's encoder, as sentence-embedding models use it (absolute positions, one token type),
-//! written for throughput rather than taken from candle-transformers:
+//! BERT's encoder and pooling, as sentence-embedding models use them (absolute positions, one
+//! token type), written for throughput rather than taken from candle-transformers:
 //!
 //! - hidden states stay a 2-D `[tokens, width]` matrix, so every linear layer is one large
 //!   matrix product over the whole batch rather than one small product per text;
@@ -12,11 +12,12 @@
 //! Weights load from the same safetensors names as `transformers`' `BertModel` (with or without
 //! a `bert.` prefix).
 
-use candle_core::{DType, Device, Module, Result, Tensor};
+use candle_core::{DType, Device, IndexOp, Module, Result, Tensor};
 use candle_nn::{Embedding, LayerNorm, VarBuilder};
 use candle_transformers::models::bert::{Config, HiddenAct, PositionEmbeddingType};
 
 use crate::bf16::Bf16Weights;
+use crate::model::Pooling;
 use crate::{attention, kernels};
 
 /// The encoder: embeddings and the transformer layers, without BERT's pooler.
@@ -91,69 +92,99 @@ impl Bert {
         })
     }
 
-    /// Hidden states `[batch, longest, width]` for token ids `[batch, longest]` whose texts hold
-    /// `lengths[b]` real tokens each, padding after.
-    pub(crate) fn forward(&self, ids: &Tensor, lengths: &[usize]) -> Result<Tensor> {
+    /// The pooled, not yet normalised vectors `[texts, width]` of texts given as token ids
+    /// (special tokens included).
+    pub(crate) fn embed(&self, texts: &[&[u32]], pad_id: u32, pooling: Pooling) -> Result<Tensor> {
         if uses_cpu_kernels(self.words.embeddings()) {
-            return self.forward_packed(ids, lengths);
+            self.embed_packed(texts, pooling)
+        } else {
+            self.embed_padded(texts, pad_id, pooling)
         }
-        let (batch, longest) = ids.dims2()?;
-        let device = ids.device();
-        let positions = Tensor::arange(0u32, longest as u32, device)?;
-        let position_vectors = self.positions.forward(&positions)?;
-        let position_and_type = position_vectors.broadcast_add(&self.token_type)?;
-        let words = self.words.forward(ids)?;
-        let embedded = words.broadcast_add(&position_and_type)?;
-        let mut hidden = self
-            .embedding_norm
-            .forward(&embedded)?
-            .reshape((batch * longest, ()))?;
-        let mask = Mask::new(lengths, longest, hidden.dtype(), device)?;
-        let attention = Attention::Padded { batch, mask: &mask };
-        for layer in &self.layers {
-            hidden = layer.forward(&hidden, &attention, self.heads, self.activation)?;
-        }
-        hidden.reshape((batch, longest, ()))
     }
 
-    /// [`Self::forward`] on the CPU: the texts' real tokens packed into one `[tokens, width]`
-    /// matrix for every layer, padded only in the result.
-    fn forward_packed(&self, ids: &Tensor, lengths: &[usize]) -> Result<Tensor> {
-        let (batch, longest) = ids.dims2()?;
-        let device = ids.device();
-        let rows = ids.to_vec2::<u32>()?;
-        let packed: Vec<u32> = rows
-            .iter()
-            .zip(lengths)
-            .flat_map(|(row, &length)| row[..length].iter().copied())
-            .collect();
+    /// [`Self::embed`] on the CPU: the texts' tokens packed into one `[tokens, width]` matrix
+    /// for every layer, pooled from their own rows.
+    fn embed_packed(&self, texts: &[&[u32]], pooling: Pooling) -> Result<Tensor> {
+        let device = self.words.embeddings().device();
+        let lengths: Vec<usize> = texts.iter().map(|text| text.len()).collect();
+        let ids = texts.concat();
         let positions: Vec<u32> = lengths
             .iter()
             .flat_map(|&length| 0..length as u32)
             .collect();
-        let tokens = packed.len();
+        let tokens = ids.len();
         let words = self
             .words
-            .forward(&Tensor::from_vec(packed, tokens, device)?)?;
+            .forward(&Tensor::from_vec(ids, tokens, device)?)?;
         let positions = self
             .positions
             .forward(&Tensor::from_vec(positions, tokens, device)?)?;
         let embedded = (words + positions)?.broadcast_add(&self.token_type)?;
         let mut hidden = self.embedding_norm.forward(&embedded)?;
-        let attention = Attention::Packed(lengths);
+        let attention = Attention::Packed(&lengths);
         for layer in &self.layers {
             hidden = layer.forward(&hidden, &attention, self.heads, self.activation)?;
         }
         let width = hidden.dim(1)?;
-        let packed = hidden.flatten_all()?.to_vec1::<f32>()?;
-        let mut padded = vec![0f32; batch * longest * width];
         let mut start = 0;
-        for (text, &length) in lengths.iter().enumerate() {
-            padded[text * longest * width..][..length * width]
-                .copy_from_slice(&packed[start * width..(start + length) * width]);
-            start += length;
+        let pooled = lengths
+            .iter()
+            .map(|&length| {
+                let rows = hidden.narrow(0, start, length)?;
+                start += length;
+                match pooling {
+                    // A text of no tokens (a tokenizer that adds none) has no vector to pool.
+                    _ if length == 0 => Tensor::zeros(width, hidden.dtype(), device),
+                    Pooling::Cls => rows.get(0),
+                    Pooling::Mean => rows.mean(0),
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Tensor::stack(&pooled, 0)
+    }
+
+    /// [`Self::embed`] on a GPU: the texts padded to the longest, padding masked in attention
+    /// and left out of the pooling.
+    fn embed_padded(&self, texts: &[&[u32]], pad_id: u32, pooling: Pooling) -> Result<Tensor> {
+        let device = self.words.embeddings().device();
+        let lengths: Vec<usize> = texts.iter().map(|text| text.len()).collect();
+        let (batch, longest) = (texts.len(), lengths.iter().copied().max().unwrap_or(0));
+        let mut ids = Vec::with_capacity(batch * longest);
+        for text in texts {
+            ids.extend_from_slice(text);
+            ids.resize(ids.len() + longest - text.len(), pad_id);
         }
-        Tensor::from_vec(padded, (batch, longest, width), device)
+        let ids = Tensor::from_vec(ids, (batch, longest), device)?;
+        let positions = Tensor::arange(0u32, longest as u32, device)?;
+        let position_vectors = self.positions.forward(&positions)?;
+        let position_and_type = position_vectors.broadcast_add(&self.token_type)?;
+        let words = self.words.forward(&ids)?;
+        let embedded = words.broadcast_add(&position_and_type)?;
+        let mut hidden = self
+            .embedding_norm
+            .forward(&embedded)?
+            .reshape((batch * longest, ()))?;
+        let mask = Mask::new(&lengths, longest, hidden.dtype(), device)?;
+        let attention = Attention::Padded { batch, mask: &mask };
+        for layer in &self.layers {
+            hidden = layer.forward(&hidden, &attention, self.heads, self.activation)?;
+        }
+        let hidden = hidden.reshape((batch, longest, ()))?;
+        match pooling {
+            Pooling::Cls => hidden.i((.., 0)),
+            Pooling::Mean => {
+                let real: Vec<f32> = lengths
+                    .iter()
+                    .flat_map(|&n| (0..longest).map(move |j| f32::from(u8::from(j < n))))
+                    .collect();
+                let real = Tensor::from_vec(real, (batch, longest, 1), device)?
+                    .to_dtype(hidden.dtype())?;
+                hidden
+                    .broadcast_mul(&real)?
+                    .sum(1)?
+                    .broadcast_div(&real.sum(1)?)
+            }
+        }
     }
 }
 

@@ -2,14 +2,14 @@
 
 use std::path::PathBuf;
 
-use candle_core::{DType, Device, IndexOp, Tensor};
+use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::Config as BertConfig;
 use tokenizers::{Encoding, PostProcessor, Tokenizer, TruncationParams};
 
 use crate::bert::Bert;
 use crate::model::{ModelFiles, ModelTraits, Pooling, read_json};
-use crate::weights;
+use crate::weights::Safetensors;
 use crate::{DeviceChoice, EmbedError, Precision, Result};
 
 /// How to run the model. Defaults: `auto` device and precision, batches of at most 16,384
@@ -26,6 +26,18 @@ pub struct EmbedOptions {
     pub batch_size: usize,
     /// Overrides the model's query instruction (`Some("")` removes it).
     pub query_prefix: Option<String>,
+}
+
+impl EmbedOptions {
+    /// The defaults, on `device` in `precision`: what a user's settings choose.
+    #[must_use]
+    pub fn new(device: DeviceChoice, precision: Precision) -> Self {
+        Self {
+            device,
+            precision,
+            ..Self::default()
+        }
+    }
 }
 
 impl Default for EmbedOptions {
@@ -154,12 +166,12 @@ impl Embedder {
             .or_else(|| tokenizer.token_to_id("[PAD]"))
             .unwrap_or(config.pad_token_id as u32);
         let dtype = precision.dtype(&device);
-        let weights = dir.join("model.safetensors");
         let model_error = |source| EmbedError::Model {
             dir: dir.clone(),
             source,
         };
-        let vb = VarBuilder::from_tensors(weights::read(&weights, dtype, &device)?, dtype, &device);
+        let weights = Safetensors::open(&dir.join("model.safetensors"))?;
+        let vb = VarBuilder::from_backend(Box::new(weights), dtype, device.clone());
         let packs_bf16 = precision == Precision::Bf16 && device.is_cpu();
         let model = Bert::load(&vb, &config, packs_bf16).map_err(model_error)?;
         let info = ModelInfo {
@@ -285,37 +297,13 @@ impl Embedder {
     }
 
     /// One forward pass over a batch; returns the pooled, normalised rows laid end to end.
-    fn forward<'a>(&self, batch: impl ExactSizeIterator<Item = &'a Encoding>) -> Result<Vec<f32>> {
-        let model_error = |source| EmbedError::Model {
-            dir: self.dir.clone(),
-            source,
-        };
-        let batch: Vec<&Encoding> = batch.collect();
-        let width = batch.iter().map(|e| e.len()).max().unwrap_or(0);
-        let mut ids = Vec::with_capacity(batch.len() * width);
-        for encoding in &batch {
-            ids.extend_from_slice(encoding.get_ids());
-            ids.resize(ids.len() + width - encoding.len(), self.pad_id);
-        }
-        let lengths: Vec<usize> = batch.iter().map(|e| e.len()).collect();
-        let shape = (batch.len(), width);
+    fn forward<'a>(&self, batch: impl Iterator<Item = &'a Encoding>) -> Result<Vec<f32>> {
+        let texts: Vec<&[u32]> = batch.map(Encoding::get_ids).collect();
         let run = || -> candle_core::Result<Vec<f32>> {
-            let ids = Tensor::from_vec(ids, shape, &self.device)?;
-            let hidden = self.model.forward(&ids, &lengths)?;
-            let pooled = match self.info.pooling {
-                Pooling::Cls => hidden.i((.., 0))?,
-                Pooling::Mean => {
-                    let mask: Vec<f32> = lengths
-                        .iter()
-                        .flat_map(|&n| (0..width).map(move |j| f32::from(u8::from(j < n))))
-                        .collect();
-                    let mask = Tensor::from_vec(mask, (batch.len(), width, 1), &self.device)?
-                        .to_dtype(hidden.dtype())?;
-                    let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
-                    summed.broadcast_div(&mask.sum(1)?)?
-                }
-            }
-            .to_dtype(DType::F32)?;
+            let pooled = self
+                .model
+                .embed(&texts, self.pad_id, self.info.pooling)?
+                .to_dtype(DType::F32)?;
             let norms = pooled
                 .sqr()?
                 .sum_keepdim(1)?
@@ -323,7 +311,10 @@ impl Embedder {
                 .clamp(1e-12, f32::MAX)?;
             pooled.broadcast_div(&norms)?.flatten_all()?.to_vec1()
         };
-        run().map_err(model_error)
+        run().map_err(|source| EmbedError::Model {
+            dir: self.dir.clone(),
+            source,
+        })
     }
 
     fn tokenizer_error(&self, error: tokenizers::Error) -> EmbedError {

@@ -6,14 +6,7 @@ fn load(precision: Precision) -> Result<Embedder, EmbedError> {
     let dir = scar_test_support::models_dir().join("all-MiniLM-L6-v2");
     let files =
         ModelFiles::from_dir("all-MiniLM-L6-v2", dir).expect("run scripts/fetch-test-models");
-    Embedder::load(
-        &files,
-        &EmbedOptions {
-            device: DeviceChoice::Cpu,
-            precision,
-            ..EmbedOptions::default()
-        },
-    )
+    Embedder::load(&files, &EmbedOptions::new(DeviceChoice::Cpu, precision))
 }
 
 #[test]

@@ -96,10 +96,8 @@ impl Library {
                     .locate(&model.id)
                     .map_err(|e| ServeError::open(dir, e))?;
                 let embed_options = EmbedOptions {
-                    device: options.device,
-                    precision: options.precision,
                     query_prefix: Some(model.query_prefix.clone()),
-                    ..EmbedOptions::default()
+                    ..EmbedOptions::new(options.device, options.precision)
                 };
                 let embedder = Arc::new(
                     Embedder::load(&files, &embed_options).map_err(|e| ServeError::open(dir, e))?,

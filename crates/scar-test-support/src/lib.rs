@@ -79,11 +79,7 @@ pub fn cpu_model_in(name: &str, folder: &str, precision: Precision) -> Embedder 
 }
 
 fn cpu(precision: Precision) -> EmbedOptions {
-    EmbedOptions {
-        device: DeviceChoice::Cpu,
-        precision,
-        ..EmbedOptions::default()
-    }
+    EmbedOptions::new(DeviceChoice::Cpu, precision)
 }
 
 /// `assets/example` indexed with [`MINILM`], found through the models folder as the CLI and the

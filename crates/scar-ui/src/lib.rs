@@ -84,11 +84,7 @@ impl Environment {
     /// How the embedding model is loaded: on the chosen device, in the chosen precision.
     #[must_use]
     pub fn embed_options(&self) -> scar_embed::EmbedOptions {
-        scar_embed::EmbedOptions {
-            device: self.device,
-            precision: self.precision,
-            ..scar_embed::EmbedOptions::default()
-        }
+        scar_embed::EmbedOptions::new(self.device, self.precision)
     }
 }
 
