@@ -377,11 +377,93 @@ impl Mask {
 
 #[cfg(test)]
 mod tests {
-    use candle_core::{DType, Device, IndexOp, Tensor};
+    use std::collections::HashMap;
 
-    use super::{Mask, padded_attention};
+    use candle_core::{DType, Device, IndexOp, Tensor};
+    use candle_nn::{VarBuilder, VarMap};
+    use candle_transformers::models::bert::{Config, HiddenAct};
+
+    use super::{Bert, Mask, padded_attention};
     use crate::attention::packed_attention;
     use crate::kernels::tests::max_difference;
+    use crate::model::Pooling;
+
+    /// A small BERT with fixed pseudo-random weights, every tensor in `dtype`.
+    fn small_bert(dtype: DType) -> Bert {
+        let config = Config {
+            vocab_size: 40,
+            hidden_size: 32,
+            num_hidden_layers: 2,
+            num_attention_heads: 4,
+            intermediate_size: 64,
+            max_position_embeddings: 16,
+            hidden_act: HiddenAct::Gelu,
+            ..Config::default()
+        };
+        // Loading once from an empty map names every tensor the encoder asks for.
+        let names = VarMap::new();
+        Bert::load(
+            &VarBuilder::from_varmap(&names, DType::F32, &Device::Cpu),
+            &config,
+            false,
+        )
+        .unwrap();
+        let names = names.data().lock().unwrap();
+        let mut names: Vec<_> = names.iter().collect();
+        // In a fixed order, so that every call gives every tensor the same values.
+        names.sort_by_key(|(name, _)| name.as_str());
+        let mut state = 0x9E37_79B9_u32;
+        let mut weights = HashMap::new();
+        for (name, var) in names {
+            let values: Vec<f32> = (0..var.elem_count())
+                .map(|_| {
+                    state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                    f32::from(u16::try_from(state >> 16).unwrap()) / 65_536.0 - 0.5
+                })
+                .collect();
+            let tensor = Tensor::from_vec(values, var.shape(), &Device::Cpu)
+                .and_then(|t| t.to_dtype(dtype))
+                .unwrap();
+            weights.insert(name.clone(), tensor);
+        }
+        let vb = VarBuilder::from_tensors(weights, dtype, &Device::Cpu);
+        Bert::load(&vb, &config, false).unwrap()
+    }
+
+    fn cosine(a: &Tensor, b: &Tensor) -> f32 {
+        let sum = |t: Tensor| t.sum_all().and_then(|s| s.to_scalar::<f32>()).unwrap();
+        sum((a * b).unwrap()) / (sum(a.sqr().unwrap()) * sum(b.sqr().unwrap())).sqrt()
+    }
+
+    /// The padded path that GPUs take (embeddings, masked attention, pooling that skips padding)
+    /// gives the packed CPU path's vectors: in f32 on the same weights, and in f16 with candle's
+    /// own ops throughout, as on a GPU.
+    #[test]
+    fn the_gpu_path_embeds_as_the_cpu_path_does() {
+        let texts: [&[u32]; 4] = [
+            &[2, 17, 5, 33, 3],
+            &[2],
+            &[2, 9, 9, 9, 14, 21, 39, 1, 3],
+            &[4, 0, 7],
+        ];
+        let model = small_bert(DType::F32);
+        let half = small_bert(DType::F16);
+        for pooling in [Pooling::Cls, Pooling::Mean] {
+            let expected = model.embed(&texts, 0, pooling).unwrap();
+            assert_eq!(expected.dims(), [4, 32]);
+            let padded = model.embed_padded(&texts, 0, pooling).unwrap();
+            let difference = max_difference(&expected, &padded);
+            assert!(difference < 1e-5, "{pooling:?}: {difference}");
+            let rounded = half
+                .embed(&texts, 0, pooling)
+                .and_then(|t| t.to_dtype(DType::F32))
+                .unwrap();
+            for text in 0..texts.len() {
+                let cosine = cosine(&expected.i(text).unwrap(), &rounded.i(text).unwrap());
+                assert!(cosine > 0.999, "{pooling:?}, text {text}: {cosine}");
+            }
+        }
+    }
 
     /// The padded path (GPUs) gives every real token the context the packed path (CPU) gives it,
     /// whatever the padding rows hold.
