@@ -92,18 +92,47 @@ impl Bert {
         })
     }
 
-    /// The pooled, not yet normalised vectors `[texts, width]` of texts given as token ids
+    /// The pooled, not yet normalised f32 vectors `[texts, width]` of texts given as token ids
     /// (special tokens included).
     pub(crate) fn embed(&self, texts: &[&[u32]], pad_id: u32, pooling: Pooling) -> Result<Tensor> {
-        if uses_cpu_kernels(self.words.embeddings()) {
+        let weights = self.words.embeddings();
+        if texts.iter().any(|text| text.is_empty()) {
+            // A text of no tokens (from a tokenizer that adds none) has nothing to attend to or
+            // pool: its vector is zeros, as sentence-transformers gives, whatever the path.
+            let width = weights.dim(1)?;
+            let zeros = Tensor::zeros(width, DType::F32, weights.device())?;
+            let filled: Vec<&[u32]> = texts.iter().copied().filter(|t| !t.is_empty()).collect();
+            let mut pooled = if filled.is_empty() {
+                Vec::new()
+            } else {
+                self.embed(&filled, pad_id, pooling)?
+                    .chunk(filled.len(), 0)?
+            }
+            .into_iter();
+            let rows = texts
+                .iter()
+                .map(|text| {
+                    if text.is_empty() {
+                        zeros.unsqueeze(0)
+                    } else {
+                        Ok(pooled.next().expect("one row per filled text"))
+                    }
+                })
+                .collect::<Result<Vec<_>>>()?;
+            return Tensor::cat(&rows, 0);
+        }
+        if texts.is_empty() {
+            return Tensor::zeros((0, weights.dim(1)?), DType::F32, weights.device());
+        }
+        if uses_cpu_kernels(weights) {
             self.embed_packed(texts, pooling)
         } else {
             self.embed_padded(texts, pad_id, pooling)
         }
     }
 
-    /// [`Self::embed`] on the CPU: the texts' tokens packed into one `[tokens, width]` matrix
-    /// for every layer, pooled from their own rows.
+    /// [`Self::embed`] on the CPU, for texts that all hold tokens: the texts' tokens packed
+    /// into one `[tokens, width]` matrix for every layer, pooled from their own rows.
     fn embed_packed(&self, texts: &[&[u32]], pooling: Pooling) -> Result<Tensor> {
         let device = self.words.embeddings().device();
         let lengths: Vec<usize> = texts.iter().map(|text| text.len()).collect();
@@ -125,7 +154,6 @@ impl Bert {
         for layer in &self.layers {
             hidden = layer.forward(&hidden, &attention, self.heads, self.activation)?;
         }
-        let width = hidden.dim(1)?;
         let mut start = 0;
         let pooled = lengths
             .iter()
@@ -133,8 +161,6 @@ impl Bert {
                 let rows = hidden.narrow(0, start, length)?;
                 start += length;
                 match pooling {
-                    // A text of no tokens (a tokenizer that adds none) has no vector to pool.
-                    _ if length == 0 => Tensor::zeros(width, hidden.dtype(), device),
                     Pooling::Cls => rows.get(0),
                     Pooling::Mean => rows.mean(0),
                 }
@@ -143,8 +169,8 @@ impl Bert {
         Tensor::stack(&pooled, 0)
     }
 
-    /// [`Self::embed`] on a GPU: the texts padded to the longest, padding masked in attention
-    /// and left out of the pooling.
+    /// [`Self::embed`] on a GPU, for texts that all hold tokens: the texts padded to the
+    /// longest, padding masked in attention and left out of the pooling.
     fn embed_padded(&self, texts: &[&[u32]], pad_id: u32, pooling: Pooling) -> Result<Tensor> {
         let device = self.words.embeddings().device();
         let lengths: Vec<usize> = texts.iter().map(|text| text.len()).collect();
@@ -169,7 +195,8 @@ impl Bert {
         for layer in &self.layers {
             hidden = layer.forward(&hidden, &attention, self.heads, self.activation)?;
         }
-        let hidden = hidden.reshape((batch, longest, ()))?;
+        // Pooled in f32: a sum over hundreds of f16 rows loses precision and can overflow.
+        let hidden = hidden.reshape((batch, longest, ()))?.to_dtype(DType::F32)?;
         match pooling {
             Pooling::Cls => hidden.i((.., 0)),
             Pooling::Mean => {
@@ -177,8 +204,7 @@ impl Bert {
                     .iter()
                     .flat_map(|&n| (0..longest).map(move |j| f32::from(u8::from(j < n))))
                     .collect();
-                let real = Tensor::from_vec(real, (batch, longest, 1), device)?
-                    .to_dtype(hidden.dtype())?;
+                let real = Tensor::from_vec(real, (batch, longest, 1), device)?;
                 hidden
                     .broadcast_mul(&real)?
                     .sum(1)?
@@ -437,31 +463,39 @@ mod tests {
 
     /// The padded path that GPUs take (embeddings, masked attention, pooling that skips padding)
     /// gives the packed CPU path's vectors: in f32 on the same weights, and in f16 with candle's
-    /// own ops throughout, as on a GPU.
+    /// own ops throughout, as on a GPU; a text of no tokens gets zeros on both, a batch of none
+    /// no rows.
     #[test]
     fn the_gpu_path_embeds_as_the_cpu_path_does() {
-        let texts: [&[u32]; 4] = [
+        let texts: [&[u32]; 5] = [
             &[2, 17, 5, 33, 3],
             &[2],
+            &[],
             &[2, 9, 9, 9, 14, 21, 39, 1, 3],
             &[4, 0, 7],
         ];
+        let filled: Vec<&[u32]> = texts.iter().copied().filter(|t| !t.is_empty()).collect();
         let model = small_bert(DType::F32);
         let half = small_bert(DType::F16);
         for pooling in [Pooling::Cls, Pooling::Mean] {
             let expected = model.embed(&texts, 0, pooling).unwrap();
-            assert_eq!(expected.dims(), [4, 32]);
-            let padded = model.embed_padded(&texts, 0, pooling).unwrap();
-            let difference = max_difference(&expected, &padded);
+            assert_eq!(expected.dims(), [5, 32]);
+            let expected_filled =
+                Tensor::cat(&[expected.i(..2).unwrap(), expected.i(3..).unwrap()], 0).unwrap();
+            let padded = model.embed_padded(&filled, 0, pooling).unwrap();
+            let difference = max_difference(&expected_filled, &padded);
             assert!(difference < 1e-5, "{pooling:?}: {difference}");
-            let rounded = half
-                .embed(&texts, 0, pooling)
-                .and_then(|t| t.to_dtype(DType::F32))
-                .unwrap();
-            for text in 0..texts.len() {
+            let rounded = half.embed(&texts, 0, pooling).unwrap();
+            assert_eq!(rounded.dtype(), DType::F32);
+            for text in [0, 1, 3, 4] {
                 let cosine = cosine(&expected.i(text).unwrap(), &rounded.i(text).unwrap());
                 assert!(cosine > 0.999, "{pooling:?}, text {text}: {cosine}");
             }
+            for vectors in [&expected, &rounded] {
+                let empty: Vec<f32> = vectors.i(2).unwrap().to_vec1().unwrap();
+                assert_eq!(empty, [0.0; 32], "the text of no tokens");
+            }
+            assert_eq!(model.embed(&[], 0, pooling).unwrap().dims(), [0, 32]);
         }
     }
 

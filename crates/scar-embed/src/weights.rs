@@ -71,7 +71,23 @@ impl Safetensors {
                 };
                 Some((name, (stored, entry)))
             })
-            .collect();
+            .collect::<HashMap<_, _>>();
+        // A damaged header is refused here, before it can ask for a buffer of any size.
+        let data_length = file
+            .metadata()
+            .map_err(|e| unreadable(path, e.into()))?
+            .len()
+            .saturating_sub(8 + header_length as u64);
+        for (name, (stored, entry)) in &entries {
+            let (start, end) = entry.data_offsets;
+            let size = entry.shape.iter().product::<usize>() * stored.size_in_bytes();
+            if start > end || end as u64 > data_length || end - start != size {
+                return Err(EmbedError::BadFile {
+                    path: path.to_owned(),
+                    reason: format!("tensor `{name}` lies outside the file or has the wrong size"),
+                });
+            }
+        }
         Ok(Self {
             path: path.to_owned(),
             file: Mutex::new(file),
@@ -93,16 +109,17 @@ impl Safetensors {
             })
         })?;
         let (start, end) = entry.data_offsets;
-        let mut bytes = vec![0u8; end.saturating_sub(start)];
+        let mut bytes = vec![0u8; end - start];
         {
-            // A poisoned lock only means another read failed; the file handle is still sound.
+            // Poisoned only by a panic during a read; every read seeks first, so the handle is
+            // still usable.
             let mut file = self
                 .file
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             file.seek(SeekFrom::Start(self.data_start + start as u64))
                 .and_then(|_| file.read_exact(&mut bytes))
-                .map_err(|e| unreadable(&self.path, e.into()))?;
+                .map_err(|e| bad_tensor(e.into()))?;
         }
         Tensor::from_raw_buffer(&bytes, *stored, &entry.shape, &Device::Cpu)
             .and_then(|t| t.to_dtype(dtype))
@@ -204,9 +221,16 @@ mod tests {
         assert!(error.contains("shape mismatch for `a`"), "{error}");
         let error = vb.get(2, "missing").unwrap_err().to_string();
         assert!(
-            error.contains("cannot read tensor `missing`") && error.contains("missing"),
+            error.contains("cannot read tensor `missing`")
+                && error.contains("cannot find tensor missing"),
             "{error}"
         );
+
+        // Cut short, the file no longer holds its last tensor: refused at open, not at read.
+        let whole = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &whole[..whole.len() - 4]).unwrap();
+        let error = Safetensors::open(&path).err().unwrap().to_string();
+        assert!(error.contains("lies outside the file"), "{error}");
 
         std::fs::write(&path, b"not safetensors at all").unwrap();
         let error = Safetensors::open(&path).err().unwrap();
