@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use candle_core::{DType, Device};
+use candle_core::Device;
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::Config as BertConfig;
 use tokenizers::{Encoding, PostProcessor, Tokenizer, TruncationParams};
@@ -300,10 +300,7 @@ impl Embedder {
     fn forward<'a>(&self, batch: impl Iterator<Item = &'a Encoding>) -> Result<Vec<f32>> {
         let texts: Vec<&[u32]> = batch.map(Encoding::get_ids).collect();
         let run = || -> candle_core::Result<Vec<f32>> {
-            let pooled = self
-                .model
-                .embed(&texts, self.pad_id, self.info.pooling)?
-                .to_dtype(DType::F32)?;
+            let pooled = self.model.embed(&texts, self.pad_id, self.info.pooling)?;
             let norms = pooled
                 .sqr()?
                 .sum_keepdim(1)?

@@ -11,7 +11,7 @@ use crate::{EmbedError, Result};
 pub enum Precision {
     /// f16 on a GPU; on a CPU bf16 where it has AVX-512 BF16, else f32. On a CPU bf16's vectors
     /// agree with f32's to a cosine of 0.9999, and retrieval recall moves by at most a third of
-    /// a point (docs/PERFORMANCE.md, "The bf16 mode").
+    /// a point (docs/PERFORMANCE.md, "Why bf16 is the default").
     #[default]
     Auto,
     /// Single precision throughout.

@@ -84,9 +84,9 @@ fn cpu(precision: Precision) -> EmbedOptions {
 
 /// `assets/example` indexed with [`MINILM`], found through the models folder as the CLI and the
 /// app find it, into a folder named `example` (the name the app's library shows). In f32, so
-/// that its vectors, and the scores the app's snapshots show, are the same on every CPU. Built once per
-/// checkout under the target folder; later calls rerun the incremental indexer, which finds
-/// nothing to do.
+/// that its vectors, and the scores the app's snapshots show, are the same on every CPU. Built
+/// once per checkout under the target folder; later calls rerun the incremental indexer, which
+/// finds nothing to do.
 #[must_use]
 pub fn example_index() -> &'static Path {
     static INDEX: OnceLock<PathBuf> = OnceLock::new();
