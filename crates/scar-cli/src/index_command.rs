@@ -375,11 +375,10 @@ fn index_into(
     let json = style != ReportStyle::Text;
     if !json {
         eprintln!(
-            "indexing into {} with {} on {} in {}",
+            "indexing into {} with {} in {}",
             dir.display(),
             embedder.info().id,
-            embedder.device_name(),
-            embedder.precision()
+            embedder.compute()
         );
     }
     let bar = progress_bar(json, "{bar:30} {percent:>3}% {msg}");

@@ -36,6 +36,10 @@ struct Listed {
     status: String,
     /// For a chat model: whether this build can run it.
     runs: Option<bool>,
+    /// For an embedding model on the CPU: the precision the `precision` setting gives here and
+    /// the instructions it runs on (e.g. `int8 on AVX-512 VNNI`), or why it cannot run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compute: Option<String>,
 }
 
 pub fn run(settings: &Settings, action: Option<&ModelsAction>, json: bool) -> Result<ExitCode> {
@@ -63,6 +67,7 @@ pub fn run(settings: &Settings, action: Option<&ModelsAction>, json: bool) -> Re
 
 fn list(settings: &Settings) -> Vec<Listed> {
     let embedders = ModelLocator::from_env(&settings.models_dir.value);
+    let compute = cpu_compute(settings);
     let mut listed: Vec<Listed> = KNOWN_MODELS
         .iter()
         .map(|model| {
@@ -81,6 +86,7 @@ fn list(settings: &Settings) -> Vec<Listed> {
                 path,
                 status,
                 runs: None,
+                compute: compute.clone(),
             }
         })
         .collect();
@@ -97,6 +103,7 @@ fn list(settings: &Settings) -> Vec<Listed> {
             path,
             status,
             runs: Some(true),
+            compute: None,
         }
     }));
     listed.extend(ModelStores::from_env().list().into_iter().map(stored));
@@ -119,7 +126,19 @@ fn stored(model: StoredLlm) -> Listed {
         kind: "chat",
         default: false,
         path: Some(model.path.display().to_string()),
+        compute: None,
     }
+}
+
+/// What embedding computes in on this CPU under the `precision` setting, where the `device`
+/// setting leaves it on the CPU (a GPU's precision is known once it is opened).
+fn cpu_compute(settings: &Settings) -> Option<String> {
+    settings.device.value.is_cpu().then(|| {
+        match settings.precision.value.on_this_cpu() {
+            Ok(compute) => compute,
+            Err(error) => format!("cannot run here: {}", ErrorChain(&error)),
+        }
+    })
 }
 
 fn print_list(listed: &[Listed]) -> Result<()> {
@@ -128,6 +147,9 @@ fn print_list(listed: &[Listed]) -> Result<()> {
         ("chat", "Chat models (--llm)"),
     ] {
         outln!("{title}");
+        if let Some(compute) = listed.iter().find(|m| m.kind == kind).and_then(|m| m.compute.as_ref()) {
+            outln!("  computed here in {compute}");
+        }
         for model in listed.iter().filter(|m| m.kind == kind) {
             let default = if model.default { " (default)" } else { "" };
             let runs = if model.runs == Some(false) {

@@ -42,7 +42,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let json = serde_json::json!({
         "passages": texts.len(), "tokens": tokens, "seconds": seconds,
         "tokens_per_second": tokens as f64 / seconds, "device": embedder.device_name(),
-        "precision": embedder.precision().to_string(),
+        "precision": embedder.precision().to_string(), "compute": embedder.compute(),
     });
     let bytes: Vec<u8> = embeddings
         .data

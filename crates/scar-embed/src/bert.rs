@@ -17,6 +17,7 @@ use candle_nn::{Embedding, LayerNorm, VarBuilder};
 use candle_transformers::models::bert::{Config, HiddenAct, PositionEmbeddingType};
 
 use crate::bf16::Bf16Weights;
+use crate::int8::Int8Weights;
 use crate::model::Pooling;
 use crate::{attention, kernels};
 
@@ -41,9 +42,8 @@ struct Layer {
 }
 
 impl Bert {
-    /// Loads the encoder; with `bf16`, its linear layers' weights are packed as bf16 for the CPU
-    /// product of [`crate::bf16`] (the tensors must be f32 on the CPU).
-    pub(crate) fn load(vb: &VarBuilder, config: &Config, bf16: bool) -> Result<Self> {
+    /// Loads the encoder, its linear layers' weights held as `packing` says.
+    pub(crate) fn load(vb: &VarBuilder, config: &Config, packing: Packing) -> Result<Self> {
         if config.position_embedding_type != PositionEmbeddingType::Absolute {
             candle_core::bail!("only absolute position embeddings are supported");
         }
@@ -79,7 +79,7 @@ impl Bert {
         let embedding_norm =
             candle_nn::layer_norm(width, config.layer_norm_eps, embeddings.pp("LayerNorm"))?;
         let layers = (0..config.num_hidden_layers)
-            .map(|i| Layer::load(&vb.pp(format!("encoder.layer.{i}")), config, bf16))
+            .map(|i| Layer::load(&vb.pp(format!("encoder.layer.{i}")), config, packing))
             .collect::<Result<_>>()?;
         Ok(Self {
             words,
@@ -223,7 +223,7 @@ enum Attention<'a> {
 }
 
 impl Layer {
-    fn load(vb: &VarBuilder, config: &Config, bf16: bool) -> Result<Self> {
+    fn load(vb: &VarBuilder, config: &Config, packing: Packing) -> Result<Self> {
         let width = config.hidden_size;
         let eps = config.layer_norm_eps;
         let attention = vb.pp("attention");
@@ -242,10 +242,16 @@ impl Layer {
             config.intermediate_size,
         )?;
         Ok(Self {
-            qkv: Dense::new(Tensor::cat(&weights, 0)?, Tensor::cat(&biases, 0)?, bf16)?,
-            attention_out: AddNorm::load(&attention.pp("output"), width, width, eps, bf16)?,
-            intermediate: Dense::new(intermediate.0, intermediate.1, bf16)?,
-            output: AddNorm::load(&vb.pp("output"), config.intermediate_size, width, eps, bf16)?,
+            qkv: Dense::new(Tensor::cat(&weights, 0)?, Tensor::cat(&biases, 0)?, packing)?,
+            attention_out: AddNorm::load(&attention.pp("output"), width, width, eps, packing)?,
+            intermediate: Dense::new(intermediate.0, intermediate.1, packing)?,
+            output: AddNorm::load(
+                &vb.pp("output"),
+                config.intermediate_size,
+                width,
+                eps,
+                packing,
+            )?,
         })
     }
 
@@ -308,12 +314,25 @@ struct Dense {
     bias: Tensor,
 }
 
+/// How the linear layers' weights are held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Packing {
+    /// As tensors, for candle's products (on a CPU, f32).
+    Tensors,
+    /// Rounded to bf16 panels for [`crate::bf16`]'s product (CPU, f32 tensors).
+    Bf16,
+    /// Quantised to int8 blocks for [`crate::int8`]'s product (CPU, f32 tensors).
+    Int8,
+}
+
 /// A linear layer's `W`.
 enum Weight {
     /// `[outputs, inputs]`, as stored.
     Tensor(Tensor),
     /// The same, packed as bf16 for the CPU.
     Bf16(Bf16Weights),
+    /// The same, quantised to int8 blocks for the CPU.
+    Int8(Int8Weights),
 }
 
 impl Dense {
@@ -325,12 +344,12 @@ impl Dense {
         ))
     }
 
-    /// The layer; with `bf16`, its weight packed as bf16 (and the f32 copy let go).
-    fn new(weight: Tensor, bias: Tensor, bf16: bool) -> Result<Self> {
-        let weight = if bf16 {
-            Weight::Bf16(Bf16Weights::new(&weight)?)
-        } else {
-            Weight::Tensor(weight)
+    /// The layer, its weight packed as `packing` says (and the f32 copy let go).
+    fn new(weight: Tensor, bias: Tensor, packing: Packing) -> Result<Self> {
+        let weight = match packing {
+            Packing::Tensors => Weight::Tensor(weight),
+            Packing::Bf16 => Weight::Bf16(Bf16Weights::new(&weight)?),
+            Packing::Int8 => Weight::Int8(Int8Weights::new(&weight)?),
         };
         Ok(Self { weight, bias })
     }
@@ -340,6 +359,7 @@ impl Dense {
         match &self.weight {
             Weight::Tensor(weight) => xs.matmul(&weight.t()?),
             Weight::Bf16(weight) => weight.product(xs),
+            Weight::Int8(weight) => weight.product(xs),
         }
     }
 
@@ -359,10 +379,16 @@ struct AddNorm {
 }
 
 impl AddNorm {
-    /// From `dense` and `LayerNorm` under `vb`; `bf16` as for [`Dense::new`].
-    fn load(vb: &VarBuilder, inputs: usize, width: usize, eps: f64, bf16: bool) -> Result<Self> {
+    /// From `dense` and `LayerNorm` under `vb`; `packing` as for [`Dense::new`].
+    fn load(
+        vb: &VarBuilder,
+        inputs: usize,
+        width: usize,
+        eps: f64,
+        packing: Packing,
+    ) -> Result<Self> {
         let (weight, bias) = Dense::load(&vb.pp("dense"), inputs, width)?;
-        let dense = Dense::new(weight, bias, bf16)?;
+        let dense = Dense::new(weight, bias, packing)?;
         let scale = vb.pp("LayerNorm").get(width, "weight")?;
         let shift = vb.pp("LayerNorm").get(width, "bias")?;
         let params = Tensor::stack(&[&dense.bias, &scale, &shift], 0)?;
@@ -409,7 +435,7 @@ mod tests {
     use candle_nn::{VarBuilder, VarMap};
     use candle_transformers::models::bert::{Config, HiddenAct};
 
-    use super::{Bert, Mask, padded_attention};
+    use super::{Bert, Mask, Packing, padded_attention};
     use crate::attention::packed_attention;
     use crate::kernels::tests::max_difference;
     use crate::model::Pooling;
@@ -431,7 +457,7 @@ mod tests {
         Bert::load(
             &VarBuilder::from_varmap(&names, DType::F32, &Device::Cpu),
             &config,
-            false,
+            Packing::Tensors,
         )
         .unwrap();
         let names = names.data().lock().unwrap();
@@ -453,7 +479,7 @@ mod tests {
             weights.insert(name.clone(), tensor);
         }
         let vb = VarBuilder::from_tensors(weights, dtype, &Device::Cpu);
-        Bert::load(&vb, &config, false).unwrap()
+        Bert::load(&vb, &config, Packing::Tensors).unwrap()
     }
 
     fn cosine(a: &Tensor, b: &Tensor) -> f32 {

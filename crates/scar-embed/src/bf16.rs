@@ -77,7 +77,7 @@ pub(crate) fn available() -> bool {
 
 /// True where the CPU has AMX's bf16 tile products and the system lets this process use them
 /// (Linux hands out the tile state on request).
-fn tiles_available() -> bool {
+pub(crate) fn tiles_available() -> bool {
     static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *AVAILABLE.get_or_init(|| {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

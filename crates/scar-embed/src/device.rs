@@ -45,6 +45,13 @@ impl fmt::Display for DeviceChoice {
 }
 
 impl DeviceChoice {
+    /// True where the model surely runs on the CPU: `cpu`, or `auto` in a build without CUDA
+    /// (in a CUDA build, `auto` is the GPU unless none answers when it is opened).
+    #[must_use]
+    pub fn is_cpu(self) -> bool {
+        self == Self::Cpu || (self == Self::Auto && !candle_core::utils::cuda_is_available())
+    }
+
     /// Opens the device. `Auto` falls back to the CPU when no GPU can be used.
     pub fn open(self) -> Result<Device> {
         match self {

@@ -172,8 +172,7 @@ impl Embedder {
         };
         let weights = Safetensors::open(&dir.join("model.safetensors"))?;
         let vb = VarBuilder::from_backend(Box::new(weights), dtype, device.clone());
-        let packs_bf16 = precision == Precision::Bf16 && device.is_cpu();
-        let model = Bert::load(&vb, &config, packs_bf16).map_err(model_error)?;
+        let model = Bert::load(&vb, &config, precision.packing(&device)).map_err(model_error)?;
         let info = ModelInfo {
             id: files.model_id(),
             dimension: config.hidden_size,
@@ -214,6 +213,16 @@ impl Embedder {
     #[must_use]
     pub fn precision(&self) -> Precision {
         self.precision
+    }
+
+    /// The precision with what it runs on, e.g. `int8 on AVX-512 VNNI` or `f16 on cuda:0`.
+    #[must_use]
+    pub fn compute(&self) -> String {
+        if self.device.is_cpu() {
+            self.precision.described_on_cpu()
+        } else {
+            format!("{} on {}", self.precision, self.device_name())
+        }
     }
 
     /// The model's tokenizer (truncating at the model's limit, no padding).

@@ -59,8 +59,8 @@ pub enum EmbedError {
     /// The device string is not `cpu`, `cuda`, `cuda:N` or `auto`.
     #[error("unknown device `{0}`: use cpu, cuda, cuda:N or auto")]
     BadDevice(String),
-    /// The precision string is not `auto`, `f32`, `bf16` or `f16`.
-    #[error("unknown precision `{0}`: use auto, f32, bf16 or f16")]
+    /// The precision string is not `auto`, `f32`, `bf16`, `int8` or `f16`.
+    #[error("unknown precision `{0}`: use auto, f32, bf16, int8 or f16")]
     BadPrecision(String),
     /// The precision asked for cannot run on the chosen device.
     #[error("precision {precision} is not available: {reason}")]

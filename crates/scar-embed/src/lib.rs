@@ -25,6 +25,7 @@ mod bf16;
 mod device;
 mod embedder;
 mod error;
+mod int8;
 mod kernels;
 pub mod locate;
 mod model;

@@ -3,15 +3,17 @@ use std::str::FromStr;
 
 use candle_core::{DType, Device};
 
+use crate::bert::Packing;
 use crate::{EmbedError, Result};
 
-/// The number format the model computes in, as a person would type it: `auto`, `f32`, `bf16`
-/// or `f16`.
+/// The number format the model computes in, as a person would type it: `auto`, `f32`, `bf16`,
+/// `int8` or `f16`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Precision {
-    /// f16 on a GPU; on a CPU bf16 where it has AVX-512 BF16, else f32. On a CPU bf16's vectors
-    /// agree with f32's to a cosine of 0.9999, and retrieval recall moves by at most a third of
-    /// a point (docs/PERFORMANCE.md, "Why bf16 is the default").
+    /// f16 on a GPU; on a CPU the fastest measured that passed the gate of docs/PERFORMANCE.md
+    /// (vectors at a cosine of 0.999 to f32's, retrieval recall within half a point): bf16 where
+    /// it has AVX-512 BF16 (on AMX tiles where it has them), else f32. int8 is not chosen: on
+    /// the one CPU with both measured it was slower than bf16 (docs/PERFORMANCE.md).
     #[default]
     Auto,
     /// Single precision throughout.
@@ -19,6 +21,9 @@ pub enum Precision {
     /// The linear layers' weights and inputs rounded to bfloat16, sums in f32 (on a GPU, every
     /// tensor in bf16).
     Bf16,
+    /// The linear layers' weights and inputs as int8 in blocks of 32, each block with an f32
+    /// scale, sums exact within a block and f32 across; CPUs with AVX-512 VNNI or AVX-VNNI only.
+    Int8,
     /// Half precision; GPU only.
     F16,
 }
@@ -32,6 +37,7 @@ impl FromStr for Precision {
             "f32" | "fp32" | "float32" => Ok(Self::F32),
             "bf16" | "bfloat16" => Ok(Self::Bf16),
             "f16" | "fp16" | "float16" => Ok(Self::F16),
+            "int8" | "i8" => Ok(Self::Int8),
             _ => Err(EmbedError::BadPrecision(text.to_owned())),
         }
     }
@@ -44,6 +50,7 @@ impl fmt::Display for Precision {
             Self::F32 => "f32",
             Self::Bf16 => "bf16",
             Self::F16 => "f16",
+            Self::Int8 => "int8",
         })
     }
 }
@@ -56,14 +63,54 @@ impl Precision {
             reason,
         };
         match self {
-            Self::Auto if device.is_cpu() && crate::bf16::available() => Ok(Self::Bf16),
-            Self::Auto if device.is_cpu() => Ok(Self::F32),
+            Self::Auto if device.is_cpu() => Ok(Self::fastest_on_this_cpu()),
             Self::Auto => Ok(Self::F16),
             Self::Bf16 if device.is_cpu() && !crate::bf16::available() => Err(unavailable(
                 "this CPU has no AVX-512 BF16 instructions; use f32",
             )),
+            Self::Int8 if !device.is_cpu() => {
+                Err(unavailable("int8 runs on a CPU only; use f16 or bf16"))
+            }
+            Self::Int8 if !crate::int8::available() => Err(unavailable(
+                "this CPU has neither AVX-512 VNNI nor AVX-VNNI; use f32",
+            )),
             Self::F16 if device.is_cpu() => Err(unavailable("f16 runs on a GPU only; use f32")),
-            Self::F32 | Self::Bf16 | Self::F16 => Ok(self),
+            Self::F32 | Self::Bf16 | Self::Int8 | Self::F16 => Ok(self),
+        }
+    }
+
+    /// What `auto` is on this CPU.
+    fn fastest_on_this_cpu() -> Self {
+        if crate::bf16::available() {
+            Self::Bf16
+        } else {
+            Self::F32
+        }
+    }
+
+    /// What `self` computes in on this CPU and with which instructions, e.g. `int8 on AVX-512
+    /// VNNI` for `auto`; an error where it cannot run here.
+    pub fn on_this_cpu(self) -> Result<String> {
+        Ok(self.on(&Device::Cpu)?.described_on_cpu())
+    }
+
+    /// A precision returned by [`Self::on`] for the CPU, with the instructions it runs on.
+    pub(crate) fn described_on_cpu(self) -> String {
+        let instructions = match self {
+            Self::Bf16 if crate::bf16::tiles_available() => "AMX tiles",
+            Self::Bf16 => "AVX-512 BF16",
+            Self::Int8 => crate::int8::Kernel::best().map_or("", crate::int8::Kernel::name),
+            _ => f32_instructions(),
+        };
+        format!("{self} on {instructions}")
+    }
+
+    /// How the linear layers hold their weights for a precision returned by [`Self::on`].
+    pub(crate) fn packing(self, device: &Device) -> Packing {
+        match self {
+            Self::Bf16 if device.is_cpu() => Packing::Bf16,
+            Self::Int8 => Packing::Int8,
+            _ => Packing::Tensors,
         }
     }
 
@@ -74,9 +121,26 @@ impl Precision {
             Self::Bf16 if device.is_cpu() => DType::F32,
             Self::Bf16 => DType::BF16,
             Self::F16 => DType::F16,
-            Self::F32 | Self::Auto => DType::F32,
+            Self::F32 | Self::Int8 | Self::Auto => DType::F32,
         }
     }
+}
+
+/// The widest instructions candle's f32 products (gemm's kernels) run on this CPU.
+fn f32_instructions() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        if has!("avx512f") {
+            return "AVX-512";
+        }
+        if has!("avx2") && has!("fma") {
+            return "AVX2 and FMA";
+        }
+        "SSE"
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    "this CPU's vector unit"
 }
 
 #[cfg(test)]
@@ -90,6 +154,7 @@ mod tests {
             ("F32", Precision::F32),
             ("bfloat16", Precision::Bf16),
             ("fp16", Precision::F16),
+            ("INT8", Precision::Int8),
         ] {
             assert_eq!(text.parse::<Precision>().unwrap(), precision);
         }
@@ -112,6 +177,13 @@ mod tests {
             Precision::F32
         };
         assert_eq!(Precision::Auto.on(&cpu).unwrap(), fastest);
+        assert_eq!(Precision::Int8.on(&cpu).is_ok(), crate::int8::available());
+        assert!(
+            Precision::Auto
+                .on_this_cpu()
+                .unwrap()
+                .starts_with(&format!("{fastest} on "))
+        );
         assert_eq!(Precision::F32.on(&cpu).unwrap(), Precision::F32);
         assert!(matches!(
             Precision::F16.on(&cpu),

@@ -1,4 +1,4 @@
-//! The bf16 CPU mode against f32, on a real model.
+//! The bf16 and int8 CPU modes against f32, on a real model.
 
 use scar_embed::{DeviceChoice, EmbedError, EmbedOptions, Embedder, ModelFiles, Precision};
 
@@ -9,40 +9,55 @@ fn load(precision: Precision) -> Result<Embedder, EmbedError> {
     Embedder::load(&files, &EmbedOptions::new(DeviceChoice::Cpu, precision))
 }
 
-#[test]
-fn bf16_vectors_agree_with_f32() {
-    let bf16 = match load(Precision::Bf16) {
+/// The vectors of `precision` (where this CPU runs it) against f32's: close, but not f32's.
+fn agrees_with_f32(precision: Precision, missing: &str) {
+    let ours = match load(precision) {
         Ok(model) => model,
         Err(EmbedError::PrecisionUnavailable { .. }) => {
-            eprintln!("skipped: this CPU has no AVX-512 BF16");
+            eprintln!("skipped: this CPU has no {missing}");
             return;
         }
         Err(other) => panic!("{other}"),
     };
     let f32 = load(Precision::F32).unwrap();
-    assert_eq!(bf16.precision(), Precision::Bf16);
+    assert_eq!(ours.precision(), precision);
     assert_eq!(f32.precision(), Precision::F32);
+    assert!(
+        ours.compute().starts_with(&format!("{precision} on ")),
+        "{}",
+        ours.compute()
+    );
     let long = "The receiver acknowledges every segment it accepts. ".repeat(30);
     let texts = [
         "tcp",
         "What does the controller owe the data subject?",
         long.as_str(),
     ];
-    let ours = bf16.embed_passages(&texts, &mut |_| {}).unwrap();
+    let vectors = ours.embed_passages(&texts, &mut |_| {}).unwrap();
     let exact = f32.embed_passages(&texts, &mut |_| {}).unwrap();
     for i in 0..texts.len() {
-        let cosine: f32 = ours
+        let cosine: f32 = vectors
             .row(i)
             .iter()
             .zip(exact.row(i))
             .map(|(a, b)| a * b)
             .sum();
-        assert!(cosine >= 0.999, "text {i}: cosine {cosine}");
+        assert!(cosine >= 0.999, "{precision}, text {i}: cosine {cosine}");
         assert!(
-            ours.row(i) != exact.row(i),
-            "text {i}: bf16 gave f32's vector exactly"
+            vectors.row(i) != exact.row(i),
+            "text {i}: {precision} gave f32's vector exactly"
         );
     }
+}
+
+#[test]
+fn bf16_vectors_agree_with_f32() {
+    agrees_with_f32(Precision::Bf16, "AVX-512 BF16");
+}
+
+#[test]
+fn int8_vectors_agree_with_f32() {
+    agrees_with_f32(Precision::Int8, "AVX-512 VNNI or AVX-VNNI");
 }
 
 #[test]
