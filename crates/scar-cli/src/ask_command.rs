@@ -10,9 +10,8 @@ use scar_answer::{
     Answer, AnswerReport, Generator, LlmLocator, LoadOptions, LocalModel, Prompt, RemoteModel,
     RemoteOptions,
 };
-use scar_policy::{Options, Policy};
 
-use crate::search_command::{comparison, open_retriever, short};
+use crate::search_command::{open_retriever, short};
 use crate::settings::Settings;
 use crate::terminal::inert;
 
@@ -23,16 +22,13 @@ pub fn run(settings: &Settings, query: &str, json: bool) -> Result<ExitCode> {
     let retriever = open_retriever(settings)?;
     let prepared = retriever.prepare(query, settings.first_stage.value, settings.k.value)?;
     let report = retriever.expand(&prepared, &options)?;
-    let baseline = retriever.expand(
-        &prepared,
-        &Options::new(Policy::StaticWindow { window: 1 })?,
-    )?;
+    let baseline = retriever.expand_baseline(&prepared)?;
     // The paper's saving is in prompt tokens: what static ±1's context would have cost.
     let baseline_prompt_tokens = generator.count_prompt_tokens(&Prompt::from_report(&baseline))?;
     let params = settings.generation_params();
     if !json {
         outln!("{} {}", style("question:").bold(), inert(&report.query));
-        outln!("{}\n", style(comparison(&report, &baseline)).dim());
+        outln!("{}\n", style(report.comparison()).dim());
     }
     let mut stdout = std::io::stdout();
     let mut write_error = None;

@@ -12,8 +12,7 @@ use scar_eval::{
     resolve, write_report,
 };
 use scar_index::{Index, IndexOptions, index_paths};
-use scar_policy::{Options, Policy};
-use scar_retrieve::{FirstStage, Retriever};
+use scar_retrieve::{FirstStage, Retriever, baseline_options};
 
 use crate::display_path;
 use crate::settings::{AnswerFlags, SearchFlags, Settings, Source};
@@ -178,10 +177,7 @@ fn run_answers(
         [stage] => *stage,
         _ => bail!("--answers answers from one first stage; name one in --first-stages"),
     };
-    let policies = vec![
-        settings.policy()?,
-        Options::new(Policy::StaticWindow { window: 1 })?,
-    ];
+    let policies = vec![settings.policy()?, baseline_options()?];
     // The chat model first: a bad server URL or model file is reported before any indexing.
     let mut generator = crate::ask_command::open_generator(settings)?;
     let subset = benchmark.spread(questions);

@@ -133,12 +133,14 @@ fn stored(model: StoredLlm) -> Listed {
 /// What embedding computes in on this CPU under the `precision` setting, where the `device`
 /// setting leaves it on the CPU (a GPU's precision is known once it is opened).
 fn cpu_compute(settings: &Settings) -> Option<String> {
-    settings.device.value.is_cpu().then(|| {
-        match settings.precision.value.on_this_cpu() {
+    settings
+        .device
+        .value
+        .is_cpu()
+        .then(|| match settings.precision.value.on_this_cpu() {
             Ok(compute) => compute,
             Err(error) => format!("cannot run here: {}", ErrorChain(&error)),
-        }
-    })
+        })
 }
 
 fn print_list(listed: &[Listed]) -> Result<()> {
@@ -147,7 +149,11 @@ fn print_list(listed: &[Listed]) -> Result<()> {
         ("chat", "Chat models (--llm)"),
     ] {
         outln!("{title}");
-        if let Some(compute) = listed.iter().find(|m| m.kind == kind).and_then(|m| m.compute.as_ref()) {
+        if let Some(compute) = listed
+            .iter()
+            .find(|m| m.kind == kind)
+            .and_then(|m| m.compute.as_ref())
+        {
             outln!("  computed here in {compute}");
         }
         for model in listed.iter().filter(|m| m.kind == kind) {

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use console::{Style, style};
 use scar_embed::ModelLocator;
-use scar_policy::{NeighbourRecord, Options, Outcome, Policy, Side};
+use scar_policy::{NeighbourRecord, Outcome, Policy, Side};
 use scar_retrieve::{Retriever, SearchReport};
 
 use crate::settings::{Settings, Source};
@@ -20,12 +20,7 @@ pub fn run(settings: &Settings, query: &str, json: bool, full: bool) -> Result<E
         outln!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(ExitCode::SUCCESS);
     }
-    // What static ±1 would have taken from the same seeds: the saving SCAR is about.
-    let baseline = retriever.expand(
-        &prepared,
-        &Options::new(Policy::StaticWindow { window: 1 })?,
-    )?;
-    print_report(retriever.index(), &report, &baseline, full)?;
+    print_report(&report, full)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -49,12 +44,7 @@ pub(crate) fn open_retriever(settings: &Settings) -> Result<Retriever> {
     Ok(retriever)
 }
 
-fn print_report(
-    index: &scar_index::Index,
-    report: &SearchReport,
-    baseline: &SearchReport,
-    full: bool,
-) -> Result<()> {
+fn print_report(report: &SearchReport, full: bool) -> Result<()> {
     let ledger = &report.ledger;
     outln!(
         "{} {}\n{}",
@@ -67,25 +57,18 @@ fn print_report(
         .dim()
     );
     let place = |id| {
-        index.chunk(id).map_or_else(
+        report.place(id).map_or_else(
             || format!("chunk {id}"),
-            |c| {
-                format!(
-                    "{} ¶{}",
-                    inert(short(&c.document.path.to_string_lossy())),
-                    c.ordinal
-                )
-            },
+            |p| format!("{} {}", inert(short(&p.document)), inert(&p.place())),
         )
     };
     outln!("\n{}", style("decisions").bold().underlined());
     for seed in &ledger.seeds {
-        let bar = seed.bar.map_or_else(String::new, |b| match ledger.policy {
-            Policy::Evidence { .. } => {
-                format!("  bar {b:.4} (ranked {} in both lists)", bar_rank(b))
-            }
-            _ => format!("  bar γ·cos = {b:.3}"),
-        });
+        let bar = match (seed.bar, seed.bar_rank) {
+            (Some(b), Some(d)) => format!("  bar {b:.4} (ranked {d} in both lists)"),
+            (Some(b), None) => format!("  bar γ·cos = {b:.3}"),
+            (None, _) => String::new(),
+        };
         let status = if seed.in_context {
             ""
         } else {
@@ -120,7 +103,7 @@ fn print_report(
             "[{}] {} {} ({role}, {} tokens){}",
             n + 1,
             inert(short(&chunk.document)),
-            chunk.place(),
+            inert(&chunk.place()),
             chunk.tokens,
             style(heading).dim()
         );
@@ -133,7 +116,7 @@ fn print_report(
             outln!("    {}", inert(line));
         }
     }
-    outln!("\n{}", comparison(report, baseline));
+    outln!("\n{}", report.comparison());
     let t = &report.timings;
     outln!(
         "{}",
@@ -144,27 +127,6 @@ fn print_report(
         .dim()
     );
     Ok(())
-}
-
-/// The context's size beside static ±1's on the same seeds: what SCAR saved.
-pub(crate) fn comparison(report: &SearchReport, baseline: &SearchReport) -> String {
-    let (ours, theirs) = (&report.ledger, &baseline.ledger);
-    let saved = match theirs.context.len().saturating_sub(ours.context.len()) {
-        1 => "1 chunk saved".to_owned(),
-        n => format!("{n} chunks saved"),
-    };
-    format!(
-        "{} chunks, {} tokens; static ±1 on the same seeds: {} chunks, {} tokens ({saved})",
-        ours.context.len(),
-        ours.context_tokens,
-        theirs.context.len(),
-        theirs.context_tokens,
-    )
-}
-
-/// The rank `r` at which a chunk ranked `r` in both lists scores `bar` = 2 / (60 + r).
-fn bar_rank(bar: f32) -> u32 {
-    (2.0 / bar - scar_policy::RRF_K).round() as u32
 }
 
 fn neighbour_line(

@@ -1,11 +1,12 @@
 //! End to end on RFC 9293: a question whose evidence straddles a chunk boundary gets the rest
 //! of its evidence from an accepted neighbour, with the default evidence walk and with SCAR;
-//! static ±1 adds a neighbour that SCAR rejects; and the JSON output follows its documented
-//! schema.
+//! static ±1 adds a neighbour that SCAR rejects; the text and the JSON compare the context with
+//! static ±1's in the same numbers; and the JSON output follows its documented schema.
 
+use scar_retrieve::SearchReport;
 use serde_json::Value;
 
-use crate::common::{rfc_index, search_json, workspace};
+use crate::common::{rfc_index, run, scar, search_json, workspace};
 
 /// The project's benchmark question about the three ways to close a connection, whose evidence
 /// (a few paragraphs of section 3.6) spans several chunks.
@@ -123,6 +124,41 @@ fn static_window_adds_a_neighbour_that_scar_rejects() {
         );
     }
     assert!(scar["ledger"]["context_tokens"].as_u64() < fixed["ledger"]["context_tokens"].as_u64());
+}
+
+/// One comparison with static ±1, from the report: its numbers are static ±1's own search, and
+/// the text prints it in the library's words, a saving for SCAR and a cost for static ±2.
+#[test]
+fn text_and_json_compare_with_static_one_in_the_same_numbers() {
+    let (query, _) = closing_question();
+    let fixed = search_json(rfc_index(), &query, &["--k", "5", "--policy", "static"]);
+    for (policy, window, verdict) in [("scar", "1", "saved "), ("static", "2", "costs ")] {
+        let extra = ["--k", "5", "--policy", policy, "--window", window];
+        let json = search_json(rfc_index(), &query, &extra);
+        assert_eq!(
+            json["static_window_1"]["chunks"].as_u64(),
+            fixed["ledger"]["context"]
+                .as_array()
+                .map(|c| c.len() as u64)
+        );
+        assert_eq!(
+            json["static_window_1"]["tokens"],
+            fixed["ledger"]["context_tokens"]
+        );
+        let comparison = serde_json::from_value::<SearchReport>(json)
+            .unwrap()
+            .comparison();
+        assert!(
+            comparison.verdict().starts_with(verdict),
+            "{policy} ±{window}: {comparison}"
+        );
+        let output = run(scar(rfc_index()).args(["search", &query]).args(extra));
+        let text = String::from_utf8(output.stdout).unwrap();
+        assert!(
+            text.lines().any(|line| line == comparison.to_string()),
+            "{comparison}\n{text}"
+        );
+    }
 }
 
 #[test]

@@ -191,6 +191,7 @@ impl<S: ChunkSource + ?Sized> Expander<'_, S> {
             score: seed.score,
             query_cos,
             bar: None,
+            bar_rank: None,
             scope: None,
             in_context: true,
             neighbours: Vec::new(),
@@ -214,6 +215,7 @@ impl<S: ChunkSource + ?Sized> Expander<'_, S> {
                 let rank = self.rankings.evidence_rank(depth, self.seed_count);
                 let bar = fused_score(Some(rank), Some(rank));
                 record.bar = Some(bar);
+                record.bar_rank = Some(rank);
                 [Walk::gated(window, Gate::Evidence { bar }); 2]
             }
             Policy::Parent { block } => {
@@ -669,7 +671,10 @@ mod tests {
             (record.score, record.bar, record.margin),
             (None, None, None)
         );
-        assert_eq!(ledger.seeds[0].bar, None);
+        assert_eq!(
+            (ledger.seeds[0].bar, ledger.seeds[0].bar_rank),
+            (None, None)
+        );
     }
 
     #[test]
@@ -788,6 +793,7 @@ mod tests {
         );
         let seed = &ledger.seeds[0];
         assert!(close(seed.bar, 2.0 / 62.0));
+        assert_eq!(seed.bar_rank, Some(2));
         let [p, n] = &seed.neighbours[..] else {
             panic!("two records")
         };
@@ -835,6 +841,7 @@ mod tests {
             },
         );
         assert!(close(ledger.seeds[0].bar, 2.0 / 62.0));
+        assert_eq!(ledger.seeds[0].bar_rank, Some(2));
         // doc[1] is unranked, so the walk from doc[0] stops there and doc[2] is not reached.
         assert_eq!(
             outcomes(&ledger.seeds[0]),

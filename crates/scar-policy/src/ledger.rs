@@ -57,6 +57,10 @@ pub struct SeedRecord {
     /// The bar this seed's neighbours must pass: SCAR's γ·max(cos(q, c), 0), or the evidence
     /// walk's fused score of a chunk ranked at the depth in both lists; `None` for the baselines.
     pub bar: Option<f32>,
+    /// The evidence walk's D, the rank in both lists whose fused score is the bar,
+    /// 2 / (60 + D); `None` for the other policies.
+    #[serde(default)]
+    pub bar_rank: Option<u32>,
     /// The scope a [`Policy::Parent`] or [`Policy::Section`] expanded to; `None` for others.
     pub scope: Option<ParentScope>,
     /// Whether the seed made it into the context: false only when it did not fit the budget.

@@ -16,9 +16,12 @@
 //! for chunk in &report.chunks {
 //!     println!("{} #{}: {}", chunk.document, chunk.ordinal, chunk.text);
 //! }
+//! // `… static ±1 on the same seeds: 7 chunks, 800 tokens — saved 2 chunks and 200 tokens …`
+//! println!("{}", report.comparison());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod comparison;
 mod error;
 mod report;
 mod source;
@@ -33,11 +36,12 @@ use std::time::{Duration, Instant};
 use scar_core::ChunkId;
 use scar_embed::{EmbedOptions, Embedder, ModelLocator};
 use scar_index::Index;
-use scar_policy::{Options, RRF_K, Rankings, Seed, expand};
+use scar_policy::{Ledger, Options, RRF_K, Rankings, Seed, expand};
 use serde::{Deserialize, Serialize};
 
+pub use comparison::{BASELINE, Comparison, ContextSize, baseline_options};
 pub use error::{Result, RetrieveError};
-pub use report::{ContextChunk, SCHEMA_VERSION, SearchReport, Timings};
+pub use report::{ChunkPlace, ContextChunk, SCHEMA_VERSION, SearchReport, Timings};
 pub use source::IndexSource;
 
 /// Seeds per question unless asked otherwise.
@@ -263,24 +267,37 @@ impl Retriever {
         })
     }
 
-    /// Runs a policy over prepared seeds and gathers the context it chose.
+    /// Runs a policy over prepared seeds and gathers the context it chose, with the size of
+    /// static ±1's context from the same seeds beside it.
     pub fn expand(&self, prepared: &Prepared, options: &Options) -> Result<SearchReport> {
         let started = Instant::now();
-        let ledger = expand(
+        let ledger = self.ledger(prepared, options)?;
+        let policy_time = started.elapsed();
+        let baseline = self.ledger(prepared, &baseline_options()?)?;
+        Ok(SearchReport::new(
+            &self.index,
+            prepared,
+            ledger,
+            ContextSize::of(&baseline),
+            policy_time,
+        ))
+    }
+
+    /// Static ±1's own report on the prepared seeds: the context a chat model would have been
+    /// sent without the policy.
+    pub fn expand_baseline(&self, prepared: &Prepared) -> Result<SearchReport> {
+        self.expand(prepared, &baseline_options()?)
+    }
+
+    fn ledger(&self, prepared: &Prepared, options: &Options) -> Result<Ledger> {
+        expand(
             &IndexSource(&self.index),
             &prepared.embedding,
             &prepared.seeds,
             &prepared.rankings,
             options,
         )
-        .map_err(|e| RetrieveError::from_policy(&self.index, e))?;
-        let policy_time = started.elapsed();
-        Ok(SearchReport::new(
-            &self.index,
-            prepared,
-            ledger,
-            policy_time,
-        ))
+        .map_err(|e| RetrieveError::from_policy(&self.index, e))
     }
 
     /// [`prepare`](Self::prepare) then [`expand`](Self::expand).

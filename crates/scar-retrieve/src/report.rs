@@ -1,5 +1,6 @@
 //! What a search returns, as the CLI prints it (`--json`) and the app draws it.
 
+use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
@@ -9,7 +10,7 @@ use scar_index::Index;
 use scar_policy::Ledger;
 use serde::{Deserialize, Serialize};
 
-use crate::{FirstStage, Prepared};
+use crate::{Comparison, ContextSize, FirstStage, Prepared};
 
 /// Version of the JSON layout of [`SearchReport`]; bumped on any incompatible change.
 pub const SCHEMA_VERSION: &str = "scar.search/2";
@@ -56,22 +57,62 @@ impl ContextChunk {
     /// Its document as a person names it: the file's name, and an attachment's inside it.
     #[must_use]
     pub fn name(&self) -> String {
-        scar_index::document_name(Path::new(&self.document), self.attachment.as_deref())
+        document_name(&self.document, self.attachment.as_deref())
     }
 
     /// Where the chunk is, as it follows the file's name: `¶3`, `¶3, p. 2` in a document of
     /// pages, `› notes.md ¶3` in a mail's attachment.
     #[must_use]
     pub fn place(&self) -> String {
-        let mut place = match &self.attachment {
-            Some(name) => format!("› {name} ¶{}", self.ordinal),
-            None => format!("¶{}", self.ordinal),
-        };
-        if let Some(page) = self.page {
-            let _ = write!(place, ", p. {page}");
-        }
-        place
+        place(self.attachment.as_deref(), self.ordinal, self.page)
     }
+}
+
+/// Where a chunk that the ledger names is, a seed or a neighbour, in the context or not: what a
+/// front end shows beside each decision without opening the index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChunkPlace {
+    /// The chunk's id in the index.
+    pub id: ChunkId,
+    /// The document's path.
+    pub document: String,
+    /// For a document carried inside the file (a mail's attachment), its name there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attachment: Option<String>,
+    /// Its place in the document.
+    pub ordinal: u32,
+    /// The page it starts on, numbered from 1, for a document of pages (PDF); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<u32>,
+}
+
+impl ChunkPlace {
+    /// Its document as a person names it, as [`ContextChunk::name`].
+    #[must_use]
+    pub fn name(&self) -> String {
+        document_name(&self.document, self.attachment.as_deref())
+    }
+
+    /// Where the chunk is, as [`ContextChunk::place`] words it.
+    #[must_use]
+    pub fn place(&self) -> String {
+        place(self.attachment.as_deref(), self.ordinal, self.page)
+    }
+}
+
+fn document_name(path: &str, attachment: Option<&str>) -> String {
+    scar_index::document_name(Path::new(path), attachment)
+}
+
+fn place(attachment: Option<&str>, ordinal: u32, page: Option<u32>) -> String {
+    let mut place = match attachment {
+        Some(name) => format!("› {name} ¶{ordinal}"),
+        None => format!("¶{ordinal}"),
+    };
+    if let Some(page) = page {
+        let _ = write!(place, ", p. {page}");
+    }
+    place
 }
 
 /// Everything one search decided, in the versioned layout [`SCHEMA_VERSION`].
@@ -91,6 +132,10 @@ pub struct SearchReport {
     pub ledger: Ledger,
     /// The context in document order.
     pub chunks: Vec<ContextChunk>,
+    /// The size of the context static ±1 ([`crate::BASELINE`]) takes from the same seeds.
+    pub static_window_1: ContextSize,
+    /// Every seed and neighbour the ledger names, once each, in the ledger's order.
+    pub places: Vec<ChunkPlace>,
     /// Time per stage.
     pub timings: Timings,
 }
@@ -100,9 +145,10 @@ impl SearchReport {
         index: &Index,
         prepared: &Prepared,
         ledger: Ledger,
+        static_window_1: ContextSize,
         policy_time: Duration,
     ) -> Self {
-        let seeds: std::collections::HashSet<ChunkId> = ledger.seeds.iter().map(|s| s.id).collect();
+        let seeds: HashSet<ChunkId> = ledger.seeds.iter().map(|s| s.id).collect();
         let chunks = ledger
             .context
             .iter()
@@ -120,6 +166,21 @@ impl SearchReport {
                 text: chunk.text.to_owned(),
             })
             .collect();
+        let named = ledger.seeds.iter().flat_map(|seed| {
+            std::iter::once(seed.id).chain(seed.neighbours.iter().filter_map(|n| n.id))
+        });
+        let mut seen = HashSet::new();
+        let places = named
+            .filter(|&id| seen.insert(id))
+            .filter_map(|id| index.chunk(id))
+            .map(|chunk| ChunkPlace {
+                id: chunk.id,
+                document: chunk.document.path.display().to_string(),
+                attachment: chunk.document.attachment.clone(),
+                ordinal: chunk.ordinal,
+                page: chunk.page,
+            })
+            .collect();
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         Self {
             schema: SCHEMA_VERSION.to_owned(),
@@ -129,11 +190,29 @@ impl SearchReport {
             k: prepared.k,
             ledger,
             chunks,
+            static_window_1,
+            places,
             timings: Timings {
                 embed_ms: ms(prepared.embed_time),
                 first_stage_ms: ms(prepared.first_stage_time),
                 policy_ms: ms(policy_time),
             },
+        }
+    }
+
+    /// Where chunk `id` is, if the ledger names it.
+    #[must_use]
+    pub fn place(&self, id: ChunkId) -> Option<&ChunkPlace> {
+        self.places.iter().find(|place| place.id == id)
+    }
+
+    /// The context beside static ±1's on the same seeds: the sizes every front end shows,
+    /// worded by [`Comparison`]'s `Display`.
+    #[must_use]
+    pub fn comparison(&self) -> Comparison {
+        Comparison {
+            policy: ContextSize::of(&self.ledger),
+            baseline: self.static_window_1,
         }
     }
 }
@@ -170,6 +249,18 @@ mod tests {
         assert_eq!(
             (chunk.name().as_str(), attached.name().as_str()),
             ("report.pdf", "report.pdf › notes.md")
+        );
+        // A chunk outside the context is placed in the same words.
+        let outside = ChunkPlace {
+            id: attached.id,
+            document: attached.document.clone(),
+            attachment: attached.attachment.clone(),
+            ordinal: attached.ordinal,
+            page: Some(2),
+        };
+        assert_eq!(
+            (outside.name().as_str(), outside.place().as_str()),
+            ("report.pdf › notes.md", "› notes.md ¶3, p. 2")
         );
         // Both fields stay out of the JSON of chunks that have neither.
         let json = serde_json::to_value(&chunk).unwrap();

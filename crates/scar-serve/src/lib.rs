@@ -34,7 +34,6 @@ mod request;
 use std::ops::ControlFlow;
 
 use scar_answer::{Answer, AnswerReport, GenerationParams, Prompt};
-use scar_policy::{Options, Policy};
 use scar_retrieve::SearchReport;
 
 pub use error::{Result, ServeError};
@@ -67,9 +66,7 @@ impl Library {
         let retriever = self.retriever(search.index.as_deref())?;
         let prepared = retriever.prepare(&search.question, search.first_stage, search.k)?;
         let report = retriever.expand(&prepared, &search.options)?;
-        let static_window = Options::new(Policy::StaticWindow { window: 1 })
-            .map_err(|e| ServeError::bad(e.to_string()))?;
-        let baseline = retriever.expand(&prepared, &static_window)?;
+        let baseline = retriever.expand_baseline(&prepared)?;
         Ok(Searched {
             report,
             baseline,

@@ -35,7 +35,8 @@ fn a_search_is_the_report_the_command_line_prints() {
         .map(|e| e.to_string())
         .collect();
     assert!(errors.is_empty(), "{errors:#?}");
-    // The same search run here: the same decisions and context (timings aside).
+    // The same search run here: the same decisions, context, places and comparison with
+    // static ±1 (timings aside).
     let request = SearchRequest {
         question: QUESTION.into(),
         k: Some(3),
@@ -44,8 +45,9 @@ fn a_search_is_the_report_the_command_line_prints() {
     let direct = example().search(&request.checked().unwrap()).unwrap();
     // Through text, as the server's went: f32 values print the same way.
     let direct: Value = serde_json::from_str(&serde_json::to_string(&direct).unwrap()).unwrap();
-    assert_eq!(report["ledger"], direct["ledger"]);
-    assert_eq!(report["chunks"], direct["chunks"]);
+    for field in ["ledger", "chunks", "places", "static_window_1"] {
+        assert_eq!(report[field], direct[field], "{field}");
+    }
 
     let (status, body) = get(&server.url("/v1/indexes"), None);
     assert_eq!(status, 200);

@@ -8,7 +8,6 @@ use std::sync::atomic::AtomicBool;
 
 use scar_core::{ChunkId, ErrorChain};
 use scar_index::{IndexProgress, IndexReport, Skipped};
-use scar_policy::{Options, Policy};
 use scar_retrieve::{Prepared, Retriever, SearchReport};
 
 use crate::answer::Answering;
@@ -63,10 +62,8 @@ pub struct ScarApp {
 pub(crate) struct Evidence {
     pub wish: Wish,
     pub prepared: Prepared,
-    /// The policy the controls describe.
+    /// The policy the controls describe, beside static ±1 on the same seeds.
     pub report: SearchReport,
-    /// Static ±1 on the same seeds: what the policy is measured against.
-    pub baseline: SearchReport,
 }
 
 /// An indexing run in progress.
@@ -78,7 +75,7 @@ pub(crate) struct Indexing {
     pub automatic: bool,
 }
 
-/// Runs the controls' policy and the static ±1 baseline on a question's seeds.
+/// Runs the controls' policy on a question's seeds.
 fn decide(
     retriever: &Retriever,
     controls: &Controls,
@@ -86,15 +83,10 @@ fn decide(
     prepared: Prepared,
 ) -> Result<Evidence> {
     let report = retriever.expand(&prepared, &controls.options()?)?;
-    let baseline = retriever.expand(
-        &prepared,
-        &Options::new(Policy::StaticWindow { window: 1 })?,
-    )?;
     Ok(Evidence {
         wish,
         prepared,
         report,
-        baseline,
     })
 }
 
@@ -578,7 +570,7 @@ impl ScarApp {
             return;
         };
         let index = retriever.index();
-        crate::decisions::comparison_ui(ui, &evidence.report, &evidence.baseline);
+        crate::decisions::comparison_ui(ui, &evidence.report);
         ui.separator();
         let open = crate::seam_map::seam_map_ui(
             ui,

@@ -6,10 +6,8 @@ use std::collections::BTreeMap;
 use egui::{Color32, RichText};
 use scar_core::{ChunkId, Position};
 use scar_index::Index;
-use scar_policy::{
-    NeighbourRecord, Outcome, Policy, RRF_K, Rankings, SeedRecord, Side, fused_score,
-};
-use scar_retrieve::{Prepared, SearchReport};
+use scar_policy::{NeighbourRecord, Outcome, Policy, RRF_K, SeedRecord, Side, fused_score};
+use scar_retrieve::{ContextSize, Prepared, SearchReport};
 
 /// Seeds: the first stage's picks.
 pub(crate) const SEED: Color32 = Color32::from_rgb(66, 135, 245);
@@ -43,59 +41,39 @@ pub(crate) fn outcome_text(outcome: Outcome) -> String {
     format!("{} {}", outcome_glyph(outcome), outcome.label())
 }
 
-/// The context's size beside static ±1's on the same seeds: what the policy saved.
-pub(crate) fn comparison_ui(ui: &mut egui::Ui, report: &SearchReport, baseline: &SearchReport) {
-    let (ours, theirs) = (&report.ledger, &baseline.ledger);
-    let most = ours.context_tokens.max(theirs.context_tokens).max(1) as f32;
+/// The context's size beside static ±1's on the same seeds: what the policy saved, or what it
+/// costs more.
+pub(crate) fn comparison_ui(ui: &mut egui::Ui, report: &SearchReport) {
+    let comparison = report.comparison();
+    let most = comparison
+        .policy
+        .tokens
+        .max(comparison.baseline.tokens)
+        .max(1) as f32;
     let width = (ui.available_width() * 0.35).max(120.0);
-    let row = |ui: &mut egui::Ui, name: String, chunks: usize, tokens: usize, colour| {
+    let row = |ui: &mut egui::Ui, name: String, size: ContextSize, colour| {
         ui.horizontal(|ui| {
             let (rect, _) = ui.allocate_exact_size(egui::vec2(width, 12.0), egui::Sense::hover());
             ui.painter()
                 .rect_filled(rect, 2.0, ui.visuals().extreme_bg_color);
-            let filled = rect.with_max_x(rect.left() + rect.width() * tokens as f32 / most);
+            let filled = rect.with_max_x(rect.left() + rect.width() * size.tokens as f32 / most);
             ui.painter().rect_filled(filled, 2.0, colour);
-            ui.label(format!("{name}: {}, {tokens} tokens", chunk_count(chunks)));
+            ui.label(format!("{name}: {size}"));
         });
     };
     row(
         ui,
-        ours.policy.to_string(),
-        ours.context.len(),
-        ours.context_tokens,
+        report.ledger.policy.to_string(),
+        comparison.policy,
         SEED,
     );
     row(
         ui,
         "static ±1 on the same seeds".to_owned(),
-        theirs.context.len(),
-        theirs.context_tokens,
+        comparison.baseline,
         PASSED_OVER,
     );
-    let (our_chunks, their_chunks) = (ours.context.len(), theirs.context.len());
-    let verdict = if ours.context_tokens <= theirs.context_tokens {
-        let tokens = theirs.context_tokens - ours.context_tokens;
-        format!(
-            "saved {} and {tokens} tokens ({:.0}% of static ±1's tokens)",
-            chunk_count(their_chunks.saturating_sub(our_chunks)),
-            100.0 * tokens as f32 / theirs.context_tokens.max(1) as f32
-        )
-    } else {
-        format!(
-            "costs {} and {} tokens more than static ±1",
-            chunk_count(our_chunks.saturating_sub(their_chunks)),
-            ours.context_tokens - theirs.context_tokens
-        )
-    };
-    ui.strong(verdict);
-}
-
-fn chunk_count(n: usize) -> String {
-    if n == 1 {
-        "1 chunk".to_owned()
-    } else {
-        format!("{n} chunks")
-    }
+    ui.strong(comparison.verdict());
 }
 
 /// One chunk the policy looked at, with everything decided about it.
@@ -135,20 +113,20 @@ fn rows<'a>(index: &Index, report: &'a SearchReport) -> BTreeMap<Position, Row<'
 enum Rule {
     /// SCAR with its λ and γ: the scores are cosines.
     Scar { lambda: f32, gamma: f32 },
-    /// The evidence walk: the scores are fused ranks, and the bar stands for a rank.
-    Evidence(BarRank),
+    /// The evidence walk: the scores are fused ranks, and the bar stands for the rank D that
+    /// each seed's record holds.
+    Evidence(BarDepth),
     /// A baseline: no score and no bar.
     Baseline,
 }
 
-/// The evidence walk's bar as a rank D: a chunk ranked D in both lists scores exactly the bar,
-/// 2/(60 + D).
+/// What the evidence walk's D is made of: a chunk ranked D in both lists scores exactly the
+/// bar, 2/(60 + D), and D is depth × seeds within the better half of the chunks searched.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct BarRank {
-    rank: u32,
+struct BarDepth {
     depth: u32,
     seeds: usize,
-    /// The chunks searched; D stays within the better half of them.
+    /// The chunks searched.
     scope: usize,
 }
 
@@ -157,9 +135,11 @@ impl Rule {
     fn of(report: &SearchReport, prepared: &Prepared) -> Self {
         match report.ledger.policy {
             Policy::Scar { lambda, gamma, .. } => Self::Scar { lambda, gamma },
-            Policy::Evidence { depth, .. } => {
-                Self::Evidence(BarRank::of(&prepared.rankings, depth, prepared.seeds.len()))
-            }
+            Policy::Evidence { depth, .. } => Self::Evidence(BarDepth {
+                depth,
+                seeds: prepared.seeds.len(),
+                scope: prepared.rankings.scope(),
+            }),
             Policy::TopK
             | Policy::StaticWindow { .. }
             | Policy::Parent { .. }
@@ -187,53 +167,45 @@ impl Rule {
         }
     }
 
-    /// The bar as the rows show it.
-    fn bar_text(&self, bar: f32) -> String {
+    /// The seed's bar as the rows show it.
+    fn bar_text(&self, seed: &SeedRecord, bar: f32) -> String {
         let digits = self.digits();
-        match self {
-            Self::Evidence(d) => format!("bar {bar:.digits$} (ranked {} in both lists)", d.rank),
-            Self::Scar { .. } | Self::Baseline => format!("bar {bar:.digits$}"),
+        match seed.bar_rank {
+            Some(rank) if self.is_evidence() => {
+                format!("bar {bar:.digits$} (ranked {rank} in both lists)")
+            }
+            _ => format!("bar {bar:.digits$}"),
         }
     }
 
-    /// The bar's formula with its values.
+    /// The seed's bar: its formula with its values.
     fn bar_exact(&self, seed: &SeedRecord, bar: f32) -> String {
-        match self {
-            Self::Scar { gamma, .. } => format!(
+        match (self, seed.bar_rank) {
+            (Self::Scar { gamma, .. }, _) => format!(
                 "bar = γ·max(cos(q, c), 0) = {gamma}·{:.6} = {bar:.6}",
                 seed.query_cos.max(0.0)
             ),
-            Self::Evidence(d) => format!(
-                "bar = 2/({RRF_K} + D) = 2/({RRF_K} + {}) = {bar:.6}\n{}",
-                d.rank,
-                d.derivation()
+            (Self::Evidence(depth), Some(rank)) => format!(
+                "bar = 2/({RRF_K} + D) = 2/({RRF_K} + {rank}) = {bar:.6}\n{}",
+                depth.derivation(rank)
             ),
-            Self::Baseline => format!("bar = {bar:.6}"),
+            (Self::Evidence(_) | Self::Baseline, _) => format!("bar = {bar:.6}"),
         }
     }
 }
 
-impl BarRank {
-    fn of(rankings: &Rankings, depth: u32, seeds: usize) -> Self {
-        Self {
-            rank: rankings.evidence_rank(depth, seeds),
-            depth,
-            seeds,
-            scope: rankings.scope(),
-        }
-    }
-
-    /// Where D comes from: depth × seeds, unless that reaches past the better half of the
-    /// chunks searched.
-    fn derivation(&self) -> String {
+impl BarDepth {
+    /// Where `rank`, the D the ledger holds, comes from: depth × seeds, unless that reaches
+    /// past the better half of the chunks searched.
+    fn derivation(&self, rank: u32) -> String {
         let wanted = self.depth as usize * self.seeds;
         let product = format!("depth × seeds = {} × {} = {wanted}", self.depth, self.seeds);
-        if wanted == self.rank as usize {
+        if wanted == rank as usize {
             format!("D = {product}")
         } else {
             format!(
-                "D = {}: {product}, kept within the better half of the {} chunks searched",
-                self.rank, self.scope
+                "D = {rank}: {product}, kept within the better half of the {} chunks searched",
+                self.scope
             )
         }
     }
@@ -336,7 +308,7 @@ fn seed_ui(ui: &mut egui::Ui, seed: &SeedRecord, rule: &Rule) {
                 seed.query_cos, seed.score
             ));
         if let Some(bar) = seed.bar {
-            ui.label(rule.bar_text(bar))
+            ui.label(rule.bar_text(seed, bar))
                 .on_hover_text(rule.bar_exact(seed, bar));
         }
         if !seed.in_context {
@@ -389,11 +361,11 @@ fn neighbour_ui(ui: &mut egui::Ui, seed: &SeedRecord, n: &NeighbourRecord, rule:
                 let relation = if score > bar { ">" } else { "≤" };
                 values.push(Some(format!(
                     "score {score:.digits$} {relation} {}",
-                    rule.bar_text(bar)
+                    rule.bar_text(seed, bar)
                 )));
             } else {
                 values.push(Some(format!("S {score:.digits$}")));
-                values.push(Some(rule.bar_text(bar)));
+                values.push(Some(rule.bar_text(seed, bar)));
             }
         }
         for value in values.into_iter().flatten() {
@@ -484,6 +456,8 @@ fn exact_scores(seed: &SeedRecord, n: &NeighbourRecord, rule: &Rule) -> String {
 
 #[cfg(test)]
 mod tests {
+    use scar_policy::Rankings;
+
     use super::*;
 
     fn record(outcome: Outcome) -> NeighbourRecord {
@@ -510,6 +484,7 @@ mod tests {
             score: 0.69,
             query_cos: 0.69575,
             bar: Some(0.5566),
+            bar_rank: None,
             scope: None,
             in_context: true,
             neighbours: vec![record(Outcome::Accepted)],
@@ -521,9 +496,20 @@ mod tests {
         gamma: Policy::PAPER_GAMMA,
     };
 
-    /// The evidence walk at depth 10 over 5 seeds among `scope` chunks.
-    fn evidence(scope: usize) -> Rule {
-        Rule::Evidence(BarRank::of(&Rankings::new([], [], 0, scope), 10, 5))
+    /// The evidence walk at depth 10 over 5 seeds among `scope` chunks, and a seed whose bar
+    /// stands for the rank the policy chose there.
+    fn evidence(scope: usize) -> (Rule, SeedRecord) {
+        let rank = Rankings::new([], [], 0, scope).evidence_rank(10, 5);
+        let rule = Rule::Evidence(BarDepth {
+            depth: 10,
+            seeds: 5,
+            scope,
+        });
+        let seed = SeedRecord {
+            bar_rank: Some(rank),
+            ..seed()
+        };
+        (rule, seed)
     }
 
     #[test]
@@ -542,7 +528,8 @@ mod tests {
         let mut n = record(Outcome::Rejected);
         (n.lexical_rank, n.score, n.bar, n.margin) =
             (Some(31), Some(0.024_878), Some(0.018_182), Some(0.006_696));
-        let text = exact_scores(&seed(), &n, &evidence(2_000));
+        let (rule, seed) = evidence(2_000);
+        let text = exact_scores(&seed, &n, &rule);
         assert!(
             text.contains("score = 1/(60 + 12) + 1/(60 + 31) = 0.024878"),
             "{text}"
@@ -553,7 +540,8 @@ mod tests {
         assert!(text.ends_with("✖ rejected"));
 
         (n.dense_rank, n.lexical_rank) = (None, None);
-        let text = exact_scores(&seed(), &n, &evidence(60));
+        let (rule, seed) = evidence(60);
+        let text = exact_scores(&seed, &n, &rule);
         assert!(text.contains("score = 0 (in neither list)"));
         assert!(text.contains(
             "D = 30: depth × seeds = 10 × 5 = 50, kept within the better half of the 60 chunks \
@@ -563,13 +551,13 @@ mod tests {
 
     #[test]
     fn the_evidence_walks_bar_reads_as_a_rank() {
-        let walk = evidence(2_000);
+        let (walk, ranked) = evidence(2_000);
         assert_eq!(
-            walk.bar_text(0.018_18),
+            walk.bar_text(&ranked, 0.018_18),
             "bar 0.0182 (ranked 50 in both lists)"
         );
         assert!((walk.scale() - 2.0 / 61.0).abs() < 1e-7);
-        assert_eq!(SCAR.bar_text(0.5566), "bar 0.557");
+        assert_eq!(SCAR.bar_text(&seed(), 0.5566), "bar 0.557");
     }
 
     #[test]
