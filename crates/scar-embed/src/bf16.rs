@@ -11,7 +11,6 @@
 //! - AVX-512 BF16 (`vdpbf16ps`, 32 products a lane step): a block of 8 rows and 32 columns
 //!   (16 accumulators) runs the whole inner dimension at a time.
 
-use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp1, Layout, Shape, Tensor};
 use rayon::prelude::*;
 
@@ -222,24 +221,13 @@ impl CustomOp1 for Bf16Weights {
         storage: &CpuStorage,
         layout: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        let (rows, inputs) = layout.shape().dims2()?;
-        if inputs != self.inputs {
-            candle_core::bail!(
-                "{inputs} inputs for a [{}, {}] weight",
-                self.outputs,
-                self.inputs
-            );
-        }
-        let Some((start, end)) = layout.contiguous_offsets() else {
-            candle_core::bail!("the bf16 product needs contiguous inputs");
-        };
-        let CpuStorage::F32(data) = storage else {
-            return Err(candle_core::Error::UnsupportedDTypeForOp(
-                storage.dtype(),
-                self.name(),
-            ));
-        };
-        let out = self.product_rows(&data[start..end], rows, Kernel::best());
+        let (data, rows) = crate::kernels::product_inputs(
+            storage,
+            layout,
+            (self.outputs, self.inputs),
+            self.name(),
+        )?;
+        let out = self.product_rows(data, rows, Kernel::best());
         Ok((CpuStorage::F32(out), Shape::from((rows, self.outputs))))
     }
 }

@@ -22,7 +22,6 @@
 // The quantiser is inlined into its AVX2 build.
 #![allow(clippy::inline_always)]
 
-use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp1, Layout, Shape, Tensor};
 use rayon::prelude::*;
 
@@ -290,27 +289,16 @@ impl CustomOp1 for Int8Weights {
         storage: &CpuStorage,
         layout: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        let (rows, inputs) = layout.shape().dims2()?;
-        if inputs != self.inputs {
-            candle_core::bail!(
-                "{inputs} inputs for a [{}, {}] weight",
-                self.outputs,
-                self.inputs
-            );
-        }
-        let Some((start, end)) = layout.contiguous_offsets() else {
-            candle_core::bail!("the int8 product needs contiguous inputs");
-        };
-        let CpuStorage::F32(data) = storage else {
-            return Err(candle_core::Error::UnsupportedDTypeForOp(
-                storage.dtype(),
-                self.name(),
-            ));
-        };
+        let (data, rows) = crate::kernels::product_inputs(
+            storage,
+            layout,
+            (self.outputs, self.inputs),
+            self.name(),
+        )?;
         let Some(kernel) = Kernel::best() else {
             candle_core::bail!("this CPU has no VNNI byte products for the int8 product");
         };
-        let out = self.product_rows(&data[start..end], rows, kernel);
+        let out = self.product_rows(data, rows, kernel);
         Ok((CpuStorage::F32(out), Shape::from((rows, self.outputs))))
     }
 }

@@ -140,6 +140,21 @@ fn contiguous_mut<'a>(
     }
 }
 
+/// The rows of a linear layer's input `[rows, inputs]` f32, contiguous on the CPU, for a packed
+/// product of a `[outputs, inputs]` weight: the values and the row count.
+pub(crate) fn product_inputs<'a>(
+    storage: &'a CpuStorage,
+    layout: &Layout,
+    (outputs, inputs): (usize, usize),
+    op: &'static str,
+) -> candle_core::Result<(&'a [f32], usize)> {
+    let (rows, given) = layout.shape().dims2()?;
+    if given != inputs {
+        candle_core::bail!("{given} inputs for a [{outputs}, {inputs}] weight");
+    }
+    Ok((contiguous(storage, layout, op)?, rows))
+}
+
 pub(crate) fn contiguous<'a>(
     storage: &'a CpuStorage,
     layout: &Layout,
