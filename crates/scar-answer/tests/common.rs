@@ -40,6 +40,10 @@ pub fn prompt(user: &str) -> Prompt {
 /// as `text`; what it prints, or None when llama-cpp-python is not installed.
 pub fn llama_cpp(path: &Path, snippet: &str, text: &str) -> Option<String> {
     let Some(python) = std::env::var_os("SCAR_LLAMA_SERVER_PYTHON") else {
+        assert!(
+            std::env::var_os("SCAR_REQUIRE_TOOLS").is_none(),
+            "SCAR_REQUIRE_TOOLS is set (scripts/test sets it) but SCAR_LLAMA_SERVER_PYTHON is not: run scripts/fetch-llama-server"
+        );
         eprintln!("SCAR_LLAMA_SERVER_PYTHON is not set: skipped (scripts/test sets it)");
         return None;
     };

@@ -27,6 +27,10 @@ impl Drop for Server {
 /// Starts the server on a free port and waits until it answers; None when it is not installed.
 fn start() -> Option<Server> {
     let Some(python) = std::env::var_os("SCAR_LLAMA_SERVER_PYTHON") else {
+        assert!(
+            std::env::var_os("SCAR_REQUIRE_TOOLS").is_none(),
+            "SCAR_REQUIRE_TOOLS is set (scripts/test sets it) but SCAR_LLAMA_SERVER_PYTHON is not: run scripts/fetch-llama-server"
+        );
         eprintln!("SCAR_LLAMA_SERVER_PYTHON is not set: skipped (scripts/test sets it)");
         return None;
     };

@@ -74,6 +74,11 @@ fn contractnli_paths_with_a_split_folder_resolve_by_file_name() {
     let dir = workspace().join("../shared/data/contractnli-dev");
     let path = dir.join("benchmark.json");
     if !path.is_file() {
+        assert!(
+            std::env::var_os("SCAR_REQUIRE_TOOLS").is_none(),
+            "SCAR_REQUIRE_TOOLS is set (scripts/test sets it) but {} is missing",
+            path.display()
+        );
         eprintln!("skipped: {} is not present", path.display());
         return;
     }
