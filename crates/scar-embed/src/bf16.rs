@@ -142,12 +142,7 @@ impl Bf16Weights {
             .zip(xs.par_chunks(self.inputs))
             .for_each(|(rounded, row)| round_row(row, rounded));
         let mut out = vec![0f32; rows * self.outputs];
-        // Enough tasks for every thread even for a short query, whole blocks each.
-        let per_thread = rows.div_ceil(rayon::current_num_threads());
-        let task_rows = per_thread
-            .div_ceil(block_rows)
-            .clamp(1, kernel.task_rows() / block_rows)
-            * block_rows;
+        let task_rows = crate::kernels::product_task_rows(rows, block_rows, kernel.task_rows());
         out.par_chunks_mut(task_rows * self.outputs)
             .enumerate()
             .for_each(|(task, out)| {

@@ -161,12 +161,7 @@ impl Int8Weights {
             .zip(xs.par_chunks(self.inputs))
             .for_each(|((bytes, scales), row)| quantise_row_fast(row, bytes, scales));
         let mut out = vec![0f32; rows * self.outputs];
-        // Enough tasks for every thread even for a short query, whole blocks each.
-        let per_thread = rows.div_ceil(rayon::current_num_threads());
-        let task_rows = per_thread
-            .div_ceil(block_rows)
-            .clamp(1, TASK_ROWS / block_rows)
-            * block_rows;
+        let task_rows = crate::kernels::product_task_rows(rows, block_rows, TASK_ROWS);
         out.par_chunks_mut(task_rows * self.outputs)
             .enumerate()
             .for_each(|(task, out)| {

@@ -140,6 +140,16 @@ fn contiguous_mut<'a>(
     }
 }
 
+/// Rows one task of a packed product takes: enough tasks for every thread even for a short
+/// query, whole blocks of `block_rows` each, at most `most_rows` (rounded down to whole blocks).
+pub(crate) fn product_task_rows(rows: usize, block_rows: usize, most_rows: usize) -> usize {
+    let per_thread = rows.div_ceil(rayon::current_num_threads());
+    per_thread
+        .div_ceil(block_rows)
+        .clamp(1, (most_rows / block_rows).max(1))
+        * block_rows
+}
+
 /// The rows of a linear layer's input `[rows, inputs]` f32, contiguous on the CPU, for a packed
 /// product of a `[outputs, inputs]` weight: the values and the row count.
 pub(crate) fn product_inputs<'a>(
