@@ -3,15 +3,22 @@
 //! back to chunks.
 //!
 //! ```no_run
-//! use scar_answer::{Answer, GenerationParams, LlmLocator, LoadOptions, LocalModel, DEFAULT_LLM};
-//! # fn report() -> scar_retrieve::SearchReport { unimplemented!() }
+//! use scar_answer::{GenerationParams, LlmLocator, LoadOptions, LocalModel, Question, DEFAULT_LLM};
+//! use scar_policy::{Options, Policy};
+//! use scar_retrieve::FirstStage;
+//! # fn retriever() -> scar_retrieve::Retriever { unimplemented!() }
+//! let retriever = retriever();
+//! let prepared = retriever.prepare("How long is the notice period?", FirstStage::Dense, 5)?;
+//! let question = Question::search(&retriever, &prepared, &Options::new(Policy::scar(1))?)?;
 //! let path = LlmLocator::from_env("models").locate(DEFAULT_LLM)?;
 //! let mut model = LocalModel::load(&path, &LoadOptions::default())?;
-//! let answer = Answer::generate(&mut model, &report(), &GenerationParams::default(), &mut |piece| {
+//! let params = GenerationParams::default();
+//! let report = question.answer(&mut model, &retriever, &params, &mut |piece| {
 //!     print!("{piece}");
 //!     std::ops::ControlFlow::Continue(())
 //! })?;
-//! for source in &answer.citations.cited {
+//! println!("\n{}", report.summary());
+//! for source in &report.answer.citations.cited {
 //!     println!("[{}] {} #{}", source.number, source.document, source.ordinal);
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -28,6 +35,7 @@ mod local;
 mod locate;
 mod packed;
 mod prompt;
+mod question;
 mod remote;
 mod stores;
 mod template;
@@ -43,6 +51,7 @@ pub use error::{AnswerError, Result};
 pub use local::{LoadOptions, LocalModel, vnni_products};
 pub use locate::{DEFAULT_LLM, KNOWN_LLMS, KnownLlm, LlmLocator};
 pub use prompt::{AnswerPiece, Citations, Prompt, Source, answer_pieces};
+pub use question::Question;
 pub use remote::{RemoteModel, RemoteOptions};
 pub use stores::{ModelStores, Store, StoredLlm};
 pub use template::ChatTemplate;
@@ -92,7 +101,8 @@ pub enum StopReason {
 pub struct Generation {
     /// The answer text.
     pub text: String,
-    /// Tokens in the prompt as the model saw it (None when a server does not say).
+    /// Tokens in the prompt as the model saw it (None when a server does not say and they
+    /// cannot be counted here).
     pub prompt_tokens: Option<usize>,
     /// Tokens generated.
     pub generated_tokens: usize,
@@ -155,8 +165,7 @@ pub struct AnswerReport {
 
 impl AnswerReport {
     /// The report of `answer`, built from `search`.
-    #[must_use]
-    pub fn new(
+    fn new(
         search: SearchReport,
         answer: Answer,
         baseline_prompt_tokens: Option<usize>,
@@ -167,6 +176,24 @@ impl AnswerReport {
             answer,
             static_window_1_prompt_tokens: baseline_prompt_tokens,
         }
+    }
+
+    /// One line for a person: the prompt's size against static ±1's, then the answer's length,
+    /// why it stopped, its speed and the model.
+    #[must_use]
+    pub fn summary(&self) -> String {
+        let prompt = match (
+            self.answer.generation.prompt_tokens,
+            self.static_window_1_prompt_tokens,
+        ) {
+            (Some(ours), Some(theirs)) if theirs > 0 => format!(
+                "prompt {ours} tokens (static ±1: {theirs}, {:+.0}%)",
+                (ours as f64 / theirs as f64 - 1.0) * 100.0
+            ),
+            (Some(ours), _) => format!("prompt {ours} tokens"),
+            (None, _) => "prompt size not reported by the server".to_owned(),
+        };
+        self.answer.summary(&prompt)
     }
 }
 
@@ -181,43 +208,41 @@ pub struct Answer {
     pub generation: Generation,
     /// The sources cited by `[n]`.
     pub citations: Citations,
-    /// Each sentence with the source found to support it ([`Answer::attribute`]); empty until
-    /// then.
+    /// Each sentence with the source found to support it.
     #[serde(default)]
     pub attribution: Vec<SentenceSupport>,
 }
 
 impl Answer {
-    /// Builds the prompt from a search report, generates, and maps the citations.
-    pub fn generate(
+    /// Builds the prompt from a search report, generates, maps the citations, and traces each
+    /// sentence of the answer to the source that supports it best, with the embedding model and
+    /// index of `retriever` (the ones the context came from).
+    fn generate(
         generator: &mut dyn Generator,
         report: &SearchReport,
         params: &GenerationParams,
         on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
+        retriever: &scar_retrieve::Retriever,
     ) -> Result<Self> {
         let prompt = Prompt::from_report(report);
-        let generation = generator.generate(&prompt, params, on_text)?;
+        let mut generation = generator.generate(&prompt, params, on_text)?;
+        if generation.prompt_tokens.is_none() {
+            generation.prompt_tokens = generator.count_prompt_tokens(&prompt)?;
+        }
         let citations = prompt.citations(&generation.text);
+        let attribution = attribution::attribute(&generation.text, &prompt, retriever)?;
         Ok(Self {
             model: generator.name(),
             prompt,
             generation,
             citations,
-            attribution: Vec::new(),
+            attribution,
         })
     }
 
-    /// Traces each sentence of the answer to the source that supports it best, with the
-    /// embedding model and index of `retriever` (the ones the context came from).
-    pub fn attribute(&mut self, retriever: &scar_retrieve::Retriever) -> Result<()> {
-        self.attribution = attribution::attribute(&self.generation.text, &self.prompt, retriever)?;
-        Ok(())
-    }
-
-    /// One line for a person: `prompt` (the caller's account of the prompt's size), then the
-    /// answer's length, why it stopped, its speed and the model.
-    #[must_use]
-    pub fn summary(&self, prompt: &str) -> String {
+    /// One line: `prompt` (the account of the prompt's size), then the answer's length, why it
+    /// stopped, its speed and the model.
+    fn summary(&self, prompt: &str) -> String {
         let generation = &self.generation;
         let stop = match generation.stop {
             StopReason::EndOfTurn => "end of turn",

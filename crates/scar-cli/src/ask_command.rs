@@ -7,8 +7,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use console::style;
 use scar_answer::{
-    Answer, AnswerReport, Generator, LlmLocator, LoadOptions, LocalModel, Prompt, RemoteModel,
-    RemoteOptions,
+    Answer, Generator, LlmLocator, LoadOptions, LocalModel, Question, RemoteModel, RemoteOptions,
 };
 
 use crate::search_command::{open_retriever, short};
@@ -21,18 +20,15 @@ pub fn run(settings: &Settings, query: &str, json: bool) -> Result<ExitCode> {
     let mut generator = open_generator(settings)?;
     let retriever = open_retriever(settings)?;
     let prepared = retriever.prepare(query, settings.first_stage.value, settings.k.value)?;
-    let report = retriever.expand(&prepared, &options)?;
-    let baseline = retriever.expand_baseline(&prepared)?;
-    // The paper's saving is in prompt tokens: what static ±1's context would have cost.
-    let baseline_prompt_tokens = generator.count_prompt_tokens(&Prompt::from_report(&baseline))?;
+    let question = Question::search(&retriever, &prepared, &options)?;
     let params = settings.generation_params();
     if !json {
-        outln!("{} {}", style("question:").bold(), inert(&report.query));
-        outln!("{}\n", style(report.comparison()).dim());
+        outln!("{} {}", style("question:").bold(), inert(&question.report().query));
+        outln!("{}\n", style(question.report().comparison()).dim());
     }
     let mut stdout = std::io::stdout();
     let mut write_error = None;
-    let mut answer = Answer::generate(generator.as_mut(), &report, &params, &mut |piece| {
+    let report = question.answer(generator.as_mut(), &retriever, &params, &mut |piece| {
         if json {
             return ControlFlow::Continue(());
         }
@@ -48,14 +44,12 @@ pub fn run(settings: &Settings, query: &str, json: bool) -> Result<ExitCode> {
     if let Some(error) = write_error {
         return Err(error.into());
     }
-    answer.attribute(&retriever)?;
     if json {
-        let output = AnswerReport::new(report, answer, baseline_prompt_tokens);
-        outln!("{}", serde_json::to_string_pretty(&output)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print_sources(&answer)?;
-        print_attribution(&answer)?;
-        outln!("{}", style(summary(&answer, baseline_prompt_tokens)).dim());
+        print_sources(&report.answer)?;
+        print_attribution(&report.answer)?;
+        outln!("{}", style(report.summary()).dim());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -159,17 +153,4 @@ fn print_attribution(answer: &Answer) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// One line: prompt size against static ±1's, answer length, why it stopped, speed.
-fn summary(answer: &Answer, baseline_prompt_tokens: Option<usize>) -> String {
-    let prompt = match (answer.generation.prompt_tokens, baseline_prompt_tokens) {
-        (Some(ours), Some(theirs)) if theirs > 0 => format!(
-            "prompt {ours} tokens (static ±1: {theirs}, {:+.0}%)",
-            (ours as f64 / theirs as f64 - 1.0) * 100.0
-        ),
-        (Some(ours), _) => format!("prompt {ours} tokens"),
-        (None, _) => "prompt size not reported by the server".to_owned(),
-    };
-    answer.summary(&prompt)
 }

@@ -6,16 +6,16 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use scar_embed::{EmbedOptions, Embedder, ModelLocator};
+use scar_embed::{Embedder, ModelLocator};
 use scar_eval::{
     AnswerEvalOptions, Benchmark, EvalOptions, Resolved, Scope, evaluate, evaluate_answers,
     resolve, write_report,
 };
-use scar_index::{Index, IndexOptions, index_paths};
+use scar_index::{Index, IndexOptions, index_paths, indexing_model};
 use scar_retrieve::{FirstStage, Retriever, baseline_options};
 
 use crate::display_path;
-use crate::settings::{AnswerFlags, SearchFlags, Settings, Source};
+use crate::settings::{AnswerFlags, SearchFlags, Settings};
 use crate::terminal::inert;
 
 /// Tests in a `--quick` run, spread evenly over the benchmark.
@@ -239,18 +239,16 @@ fn run_answers(
 fn retriever(settings: &Settings, resolved: &Resolved, quiet: bool) -> Result<Retriever> {
     let dir = &settings.index.value;
     let existing = Index::open(dir).ok();
-    // As `scar index`: an existing index keeps its model unless one was named explicitly.
-    let model = match &existing {
-        Some(index) if settings.model.source != Source::Flag => index.manifest().model.id.clone(),
-        _ => settings.model.value.clone(),
-    };
-    let files = ModelLocator::from_env(&settings.models_dir.value).locate(&model)?;
-    let options = EmbedOptions {
-        query_prefix: existing
-            .as_ref()
-            .map(|index| index.manifest().model.query_prefix.clone()),
-        ..settings.embed_options()
-    };
+    let model = indexing_model(
+        settings.named_model(),
+        existing.as_ref().map(Index::manifest),
+        &settings.model.value,
+    );
+    let files = ModelLocator::from_env(&settings.models_dir.value).locate(model)?;
+    let options = existing.as_ref().map_or_else(
+        || settings.embed_options(),
+        |index| Retriever::embed_options_for(index, &settings.embed_options()),
+    );
     let embedder = Embedder::load(&files, &options)?;
     let missing = resolved
         .documents

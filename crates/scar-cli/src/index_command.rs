@@ -11,10 +11,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use scar_embed::{Embedder, ModelLocator};
 use scar_index::{
     ChunkUnit, ChunkerConfig, FolderWatch, HnswParams, HnswSetting, IndexOptions, IndexProgress,
-    IndexReport, LoadOptions, Salvage, VectorEncoding, index_paths,
+    IndexReport, LoadOptions, Salvage, VectorEncoding, index_paths, indexing_model,
 };
 
-use crate::settings::{Settings, Source};
+use crate::settings::Settings;
 use crate::terminal::inert;
 use crate::{display_path, index_exit};
 
@@ -131,20 +131,18 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
         return rebuild(settings, args);
     }
     let dir = &settings.index.value;
-    // An existing index keeps its model unless one was named explicitly (then a mismatch is an
-    // error, rather than a silent switch).
-    let (model, current_graph, new_index) = match scar_index::Index::open(dir) {
-        Ok(index) => (
-            if settings.model.source == Source::Flag {
-                settings.model.value.clone()
-            } else {
-                index.manifest().model.id.clone()
-            },
-            index.hnsw().map(|info| info.params),
-            false,
-        ),
-        Err(_) => (settings.model.value.clone(), None, true),
-    };
+    let existing = scar_index::Index::open(dir).ok();
+    let model = indexing_model(
+        settings.named_model(),
+        existing.as_ref().map(scar_index::Index::manifest),
+        &settings.model.value,
+    )
+    .to_owned();
+    let current_graph = existing
+        .as_ref()
+        .and_then(|index| index.hnsw().map(|info| info.params));
+    let new_index = existing.is_none();
+    drop(existing);
     let embedder = load_embedder(settings, &model)?;
     let chunker = args.chunker(ChunkerConfig::default());
     if new_index && let Some(warning) = capacity_warning(&chunker, &embedder) {
@@ -266,19 +264,20 @@ fn rebuild(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
             eprintln!("{} has no damage; building it again anyway", dir.display());
         }
     }
-    let model = match &salvage.manifest {
-        _ if settings.model.source == Source::Flag => settings.model.value.clone(),
-        Some(manifest) => manifest.model.id.clone(),
-        None => {
-            eprintln!(
-                "the manifest is lost, so the model that built {} is unknown: building with {} \
-                 (--model chooses another)",
-                dir.display(),
-                settings.model.value
-            );
-            settings.model.value.clone()
-        }
-    };
+    if salvage.manifest.is_none() && settings.named_model().is_none() {
+        eprintln!(
+            "the manifest is lost, so the model that built {} is unknown: building with {} \
+             (--model chooses another)",
+            dir.display(),
+            settings.model.value
+        );
+    }
+    let model = indexing_model(
+        settings.named_model(),
+        salvage.manifest.as_ref(),
+        &settings.model.value,
+    )
+    .to_owned();
     let Some(mut paths) = salvage
         .documents
         .clone()

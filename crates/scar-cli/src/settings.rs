@@ -472,6 +472,11 @@ impl Settings {
         Ok(scar_policy::Options::new(policy)?.with_budget(self.budget_tokens.value))
     }
 
+    /// The embedding model named by `--model` for this run, which overrides an existing index's.
+    pub fn named_model(&self) -> Option<&str> {
+        (self.model.source == Source::Flag).then_some(self.model.value.as_str())
+    }
+
     /// How the embedding model is loaded: on the chosen device, in the chosen precision.
     pub fn embed_options(&self) -> EmbedOptions {
         EmbedOptions::new(self.device.value, self.precision.value)

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use scar_answer::{Answer, GenerationParams, Generator};
+use scar_answer::{Answer, GenerationParams, Generator, Question};
 use scar_policy::Options;
 use scar_retrieve::{FirstStage, Retriever};
 use serde::{Deserialize, Serialize};
@@ -173,25 +173,18 @@ pub fn evaluate_answers(
         }
         .map_err(retrieve)?;
         for policy in &options.policies {
-            let report = retriever.expand(&prepared, policy).map_err(retrieve)?;
-            let answer_error = |source| EvalError::Answer {
-                test: test.id.to_owned(),
-                source: Box::new(source),
-            };
-            let mut answer = Answer::generate(generator, &report, &options.params, &mut |_| {
-                ControlFlow::Continue(())
-            })
-            .map_err(answer_error)?;
-            answer.attribute(retriever).map_err(answer_error)?;
-            let prompt_tokens = match answer.generation.prompt_tokens {
-                Some(tokens) => Some(tokens),
-                None => generator
-                    .count_prompt_tokens(&answer.prompt)
-                    .map_err(answer_error)?,
-            };
-            let ids: Vec<_> = report.chunks.iter().map(|chunk| chunk.id).collect();
+            let question = Question::search(retriever, &prepared, policy).map_err(retrieve)?;
+            let answered = question
+                .answer(generator, retriever, &options.params, &mut |_| {
+                    ControlFlow::Continue(())
+                })
+                .map_err(|source| EvalError::Answer {
+                    test: test.id.to_owned(),
+                    source: Box::new(source),
+                })?;
+            let ids: Vec<_> = answered.search.chunks.iter().map(|chunk| chunk.id).collect();
             let context = context_extents(index, &ids);
-            records.push(record(test, policy, &answer, &context, prompt_tokens));
+            records.push(record(test, policy, &answered.answer, &context));
             done += 1;
             progress(Progress { done, total });
         }
@@ -226,7 +219,6 @@ fn record(
     policy: &Options,
     answer: &Answer,
     context: &[crate::metrics::ChunkExtent],
-    prompt_tokens: Option<usize>,
 ) -> AnswerRecord {
     let gold = test.gold.chunks();
     let chunk_of = |number: usize| {
@@ -244,7 +236,7 @@ fn record(
         policy: policy.policy().to_string(),
         chunks: context.len(),
         context_recall: score(&test.gold, context, 0).recall,
-        prompt_tokens,
+        prompt_tokens: answer.generation.prompt_tokens,
         first_token_seconds: answer.generation.first_token_seconds,
         generated_tokens: answer.generation.generated_tokens,
         text: answer.generation.text.clone(),

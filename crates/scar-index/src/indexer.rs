@@ -259,6 +259,20 @@ impl Pending {
     }
 }
 
+/// The embedding model to index with: the one `named` for this run (so that an existing index
+/// built with another is an error, not a silent switch), else the one the `existing` index was
+/// built with, else `default` for a new index.
+#[must_use]
+pub fn indexing_model<'a>(
+    named: Option<&'a str>,
+    existing: Option<&'a Manifest>,
+    default: &'a str,
+) -> &'a str {
+    named
+        .or_else(|| existing.map(|manifest| manifest.model.id.as_str()))
+        .unwrap_or(default)
+}
+
 /// Indexes `roots` (files or folders) into the index folder `dir`, creating it if needed.
 ///
 /// New and changed files are embedded; files gone from the roots are dropped; files that fail
@@ -785,6 +799,26 @@ fn update_hnsw(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_named_model_wins_then_the_index_keeps_its_own_then_the_default() {
+        let built_with = Manifest::new(
+            scar_embed::ModelInfo {
+                id: "built-with".into(),
+                dimension: 2,
+                pooling: scar_embed::Pooling::Mean,
+                max_tokens: 8,
+                query_prefix: String::new(),
+            },
+            ChunkerConfig::default(),
+            VectorEncoding::F32,
+        );
+        let existing = Some(&built_with);
+        assert_eq!(indexing_model(Some("named"), existing, "default"), "named");
+        assert_eq!(indexing_model(None, existing, "default"), "built-with");
+        assert_eq!(indexing_model(Some("named"), None, "default"), "named");
+        assert_eq!(indexing_model(None, None, "default"), "default");
+    }
 
     #[test]
     fn durations_read_in_the_largest_useful_unit() {

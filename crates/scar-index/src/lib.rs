@@ -49,7 +49,9 @@ mod watch;
 pub use chunk::{ChunkUnit, ChunkerConfig};
 pub use error::{IndexError, Result};
 pub use hnsw::{HnswGraph, HnswInfo, HnswParams};
-pub use indexer::{HnswSetting, IndexOptions, IndexProgress, IndexReport, Skipped, index_paths};
+pub use indexer::{
+    HnswSetting, IndexOptions, IndexProgress, IndexReport, Skipped, index_paths, indexing_model,
+};
 pub use load::{
     Attachment, Format, Heading, LoadError, LoadOptions, LoadedDocument, load_bytes, load_document,
 };

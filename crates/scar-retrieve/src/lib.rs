@@ -130,12 +130,18 @@ impl Retriever {
     ) -> Result<Self> {
         let index = Index::open(dir)?;
         let files = locator.locate(&index.manifest().model.id)?;
-        let options = EmbedOptions {
+        let embedder = Embedder::load(&files, &Self::embed_options_for(&index, options))?;
+        Self::new(embedder, index)
+    }
+
+    /// `options` for loading the model that searches `index`: with the query instruction the
+    /// index was built with, whatever the model's current default.
+    #[must_use]
+    pub fn embed_options_for(index: &Index, options: &EmbedOptions) -> EmbedOptions {
+        EmbedOptions {
             query_prefix: Some(index.manifest().model.query_prefix.clone()),
             ..options.clone()
-        };
-        let embedder = Embedder::load(&files, &options)?;
-        Self::new(embedder, index)
+        }
     }
 
     /// Pairs an embedder with an index, checking that the index was built with that model.

@@ -33,7 +33,7 @@ mod request;
 
 use std::ops::ControlFlow;
 
-use scar_answer::{Answer, AnswerReport, GenerationParams, Prompt};
+use scar_answer::{AnswerReport, GenerationParams, Question};
 use scar_retrieve::SearchReport;
 
 pub use error::{Result, ServeError};
@@ -42,13 +42,11 @@ pub use request::{
     AskRequest, MAX_ANSWER_TOKENS, MAX_K, MAX_QUESTION_CHARS, Search, SearchRequest,
 };
 
-/// A search's report, and static ±1's from the same seeds: what an answer is built from.
+/// A question searched on an index, ready to answer.
 #[derive(Debug, Clone)]
 pub struct Searched {
-    /// The policy's report.
-    pub report: SearchReport,
-    /// Static ±1's, for the prompt it would have cost.
-    pub baseline: SearchReport,
+    /// The policy's report and static ±1's from the same seeds.
+    pub question: Question,
     /// The index and model the search ran on, which find each answer sentence's source.
     pub retriever: std::sync::Arc<scar_retrieve::Retriever>,
 }
@@ -65,11 +63,9 @@ impl Library {
     pub fn search_for_answer(&self, search: &Search) -> Result<Searched> {
         let retriever = self.retriever(search.index.as_deref())?;
         let prepared = retriever.prepare(&search.question, search.first_stage, search.k)?;
-        let report = retriever.expand(&prepared, &search.options)?;
-        let baseline = retriever.expand_baseline(&prepared)?;
+        let question = Question::search(&retriever, &prepared, &search.options)?;
         Ok(Searched {
-            report,
-            baseline,
+            question,
             retriever,
         })
     }
@@ -82,12 +78,12 @@ impl Library {
         params: &GenerationParams,
         on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<AnswerReport> {
-        let report = self.with_answerer(|generator| -> scar_answer::Result<AnswerReport> {
-            let baseline_tokens =
-                generator.count_prompt_tokens(&Prompt::from_report(&searched.baseline))?;
-            let mut answer = Answer::generate(generator, &searched.report, params, on_text)?;
-            answer.attribute(&searched.retriever)?;
-            Ok(AnswerReport::new(searched.report, answer, baseline_tokens))
+        let Searched {
+            question,
+            retriever,
+        } = searched;
+        let report = self.with_answerer(|generator| {
+            question.answer(generator, &retriever, params, on_text)
         })??;
         Ok(report)
     }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use scar_answer::{Answer, AnswerPiece, GenerationParams, Prompt, Source, answer_pieces};
+use scar_answer::{Answer, AnswerPiece, AnswerReport, GenerationParams, Prompt, Source, answer_pieces};
 use scar_core::{ChunkId, ErrorChain};
 
 use crate::worker::AnswerJob;
@@ -23,7 +23,7 @@ pub(crate) struct Answering {
     /// Set by Stop, or when the answer is cleared while it runs.
     cancel: Arc<AtomicBool>,
     /// `None` while generating.
-    outcome: Option<Result<Answer, UiError>>,
+    outcome: Option<Result<Box<AnswerReport>, UiError>>,
 }
 
 impl Answering {
@@ -32,13 +32,6 @@ impl Answering {
     }
 }
 
-/// One line: prompt size, answer length, why it stopped, speed and model.
-fn summary(answer: &Answer) -> String {
-    answer.summary(&answer.generation.prompt_tokens.map_or_else(
-        || "prompt size unknown".to_owned(),
-        |tokens| format!("prompt {tokens} tokens"),
-    ))
-}
 
 impl ScarApp {
     /// True while an answer is being generated.
@@ -50,7 +43,8 @@ impl ScarApp {
     /// The finished answer to the evidence shown, if one was generated and not cleared.
     #[must_use]
     pub fn answer(&self) -> Option<&Answer> {
-        self.answer.as_ref()?.outcome.as_ref()?.as_ref().ok()
+        let report = self.answer.as_ref()?.outcome.as_ref()?.as_ref().ok()?;
+        Some(&report.answer)
     }
 
     /// The chunk open in the reader.
@@ -74,7 +68,7 @@ impl ScarApp {
             AnswerJob {
                 id,
                 model: model.clone(),
-                report: evidence.report.clone(),
+                question: evidence.question.clone(),
                 retriever: Arc::clone(retriever),
                 params: GenerationParams {
                     max_tokens: self.settings.answer.max_tokens,
@@ -86,7 +80,7 @@ impl ScarApp {
         self.answer = Some(Answering {
             id,
             model,
-            sources: Prompt::from_report(&evidence.report).sources,
+            sources: Prompt::from_report(evidence.question.report()).sources,
             text: String::new(),
             cancel,
             outcome: None,
@@ -106,14 +100,14 @@ impl ScarApp {
         }
     }
 
-    pub(crate) fn answered(&mut self, id: u64, result: Result<Answer, UiError>) {
+    pub(crate) fn answered(&mut self, id: u64, result: Result<Box<AnswerReport>, UiError>) {
         let Some(answering) = self.answer.as_mut().filter(|a| a.id == id) else {
             return;
         };
         let text = result
             .as_ref()
             .ok()
-            .map(|answer| answer.generation.text.clone());
+            .map(|report| report.answer.generation.text.clone());
         if let Some(text) = &text {
             // Whole, including a piece that arrived as Stop was pressed.
             answering.text.clone_from(text);
@@ -164,11 +158,11 @@ impl ScarApp {
                     select = text_ui(ui, &answering.text, &answering.sources);
                 });
             match &answering.outcome {
-                Some(Ok(answer)) => {
-                    if let Some(id) = attribution_ui(ui, answer) {
+                Some(Ok(report)) => {
+                    if let Some(id) = attribution_ui(ui, &report.answer) {
                         select = Some(id);
                     }
-                    ui.weak(summary(answer));
+                    ui.weak(report.summary());
                 }
                 Some(Err(error)) => {
                     ui.colored_label(

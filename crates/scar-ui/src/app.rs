@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicBool;
 
 use scar_core::{ChunkId, ErrorChain};
 use scar_index::{IndexProgress, IndexReport, Skipped};
+use scar_answer::Question;
 use scar_retrieve::{Prepared, Retriever, SearchReport};
 
 use crate::answer::Answering;
@@ -39,7 +40,7 @@ pub struct ScarApp {
     prepare_failed: Option<Wish>,
     /// The asked question's evidence.
     pub(crate) evidence: Option<Evidence>,
-    /// An answer generated from `evidence.report`, kept beside it so that the evidence stays
+    /// An answer generated from `evidence.question`, kept beside it so that the evidence stays
     /// what the policy decided; cleared whenever the report changes.
     pub(crate) answer: Option<Answering>,
     /// Answers started so far, numbering them.
@@ -63,7 +64,7 @@ pub(crate) struct Evidence {
     pub wish: Wish,
     pub prepared: Prepared,
     /// The policy the controls describe, beside static ±1 on the same seeds.
-    pub report: SearchReport,
+    pub question: Question,
 }
 
 /// An indexing run in progress.
@@ -82,11 +83,11 @@ fn decide(
     wish: Wish,
     prepared: Prepared,
 ) -> Result<Evidence> {
-    let report = retriever.expand(&prepared, &controls.options()?)?;
+    let question = Question::search(retriever, &prepared, &controls.options()?)?;
     Ok(Evidence {
         wish,
         prepared,
-        report,
+        question,
     })
 }
 
@@ -175,7 +176,7 @@ impl ScarApp {
     /// What the policy decided for the asked question, once it has arrived.
     #[must_use]
     pub fn report(&self) -> Option<&SearchReport> {
-        self.evidence.as_ref().map(|evidence| &evidence.report)
+        self.evidence.as_ref().map(|evidence| evidence.question.report())
     }
 
     /// The last thing that went wrong, until the user's next action.
@@ -200,7 +201,7 @@ impl ScarApp {
     pub fn export_ledger(&self, path: &Path) -> Result<()> {
         let evidence = self.evidence.as_ref().ok_or(UiError::NothingToExport)?;
         let mut file = std::io::BufWriter::new(fs_err::File::create(path)?);
-        serde_json::to_writer_pretty(&mut file, &evidence.report)?;
+        serde_json::to_writer_pretty(&mut file, evidence.question.report())?;
         std::io::Write::write_all(&mut file, b"\n")?;
         std::io::Write::flush(&mut file)?;
         Ok(())
@@ -332,7 +333,7 @@ impl ScarApp {
         });
         match decided {
             Ok(evidence) => {
-                if let Some(seed) = evidence.report.ledger.seeds.first() {
+                if let Some(seed) = evidence.question.report().ledger.seeds.first() {
                     self.document = Some(retriever.index().position(seed.id).document);
                     self.selected = Some(seed.id);
                 }
@@ -351,15 +352,15 @@ impl ScarApp {
         let (Some(retriever), Some(evidence)) = (&self.retriever, &mut self.evidence) else {
             return;
         };
-        let report = self
+        let question = self
             .settings
             .controls
             .options()
             .map_err(UiError::from)
-            .and_then(|options| Ok(retriever.expand(&evidence.prepared, &options)?));
-        match report {
-            Ok(report) => {
-                evidence.report = report;
+            .and_then(|options| Ok(Question::search(retriever, &evidence.prepared, &options)?));
+        match question {
+            Ok(question) => {
+                evidence.question = question;
                 self.error = None;
                 self.clear_answer();
             }
@@ -547,7 +548,7 @@ impl ScarApp {
                     index.manifest().model.id
                 ));
                 if let Some(evidence) = &self.evidence {
-                    let t = &evidence.report.timings;
+                    let t = &evidence.question.report().timings;
                     ui.weak(format!(
                         "embed {:.1} ms, first stage {:.1} ms, policy {:.3} ms",
                         t.embed_ms, t.first_stage_ms, t.policy_ms
@@ -570,12 +571,12 @@ impl ScarApp {
             return;
         };
         let index = retriever.index();
-        crate::decisions::comparison_ui(ui, &evidence.report);
+        crate::decisions::comparison_ui(ui, evidence.question.report());
         ui.separator();
         let open = crate::seam_map::seam_map_ui(
             ui,
             index,
-            &evidence.report,
+            evidence.question.report(),
             &mut self.document,
             &mut self.selected,
         );
@@ -584,7 +585,7 @@ impl ScarApp {
         }
         ui.separator();
         if let Some(id) =
-            crate::decisions::decisions_ui(ui, index, &evidence.report, &evidence.prepared)
+            crate::decisions::decisions_ui(ui, index, evidence.question.report(), &evidence.prepared)
         {
             self.select_chunk(id);
         }

@@ -10,13 +10,15 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread;
 
 use scar_answer::{
-    Answer, GenerationParams, LlmLocator, LoadOptions, LocalModel, Turn, standalone_question,
+    AnswerReport, GenerationParams, LlmLocator, LoadOptions, LocalModel, Question, Turn,
+    standalone_question,
 };
 use scar_embed::{Embedder, ModelLocator};
 use scar_index::{
     FolderWatch, Index, IndexOptions, IndexProgress, IndexReport, Skipped, index_paths,
+    indexing_model,
 };
-use scar_retrieve::{FirstStage, Prepared, Retriever, SearchReport};
+use scar_retrieve::{FirstStage, Prepared, Retriever};
 
 use crate::{Environment, FileDialogs, UiError};
 
@@ -64,7 +66,8 @@ pub(crate) enum Event {
     },
     Answered {
         id: u64,
-        result: Result<Answer, UiError>,
+        // Boxed: an answer's report holds its search, and every event would carry its size.
+        result: Result<Box<AnswerReport>, UiError>,
     },
     /// Follow-up `id`, rewritten to stand alone.
     Rewritten {
@@ -73,12 +76,12 @@ pub(crate) enum Event {
     },
 }
 
-/// A question for the answer thread: answer `report` with `model`.
+/// A question for the answer thread: answer `question` with `model`.
 pub(crate) struct AnswerJob {
     pub id: u64,
     pub model: String,
-    pub report: SearchReport,
-    /// The index and model the report came from, which find each sentence's source.
+    pub question: Question,
+    /// The index and model the question was searched on, which find each sentence's source.
     pub retriever: Arc<Retriever>,
     pub params: GenerationParams,
     pub cancel: Arc<AtomicBool>,
@@ -157,8 +160,9 @@ impl Worker {
             for (job, reply) in questions {
                 match job {
                     ChatJob::Answer(job) => {
-                        let result = answer(&job, &shared, &mut loaded, &reply);
-                        reply.send(Event::Answered { id: job.id, result });
+                        let id = job.id;
+                        let result = answer(*job, &shared, &mut loaded, &reply);
+                        reply.send(Event::Answered { id, result });
                     }
                     ChatJob::Rewrite(job) => {
                         let result =
@@ -351,13 +355,13 @@ fn chat_model<'m>(
 /// Generates with `job.model`, sending each piece of text as it comes and stopping once
 /// `job.cancel` is set.
 fn answer(
-    job: &AnswerJob,
+    job: AnswerJob,
     environment: &Environment,
     loaded: &mut Option<(String, LocalModel)>,
     reply: &Reply,
-) -> Result<Answer, UiError> {
+) -> Result<Box<AnswerReport>, UiError> {
     let model = chat_model(&job.model, environment, loaded)?;
-    let mut answer = Answer::generate(model, &job.report, &job.params, &mut |piece| {
+    let on_text = &mut |piece: &str| {
         if job.cancel.load(Ordering::Relaxed) {
             return ControlFlow::Break(());
         }
@@ -366,9 +370,11 @@ fn answer(
             piece: piece.to_owned(),
         });
         ControlFlow::Continue(())
-    })?;
-    answer.attribute(&job.retriever)?;
-    Ok(answer)
+    };
+    let report = job
+        .question
+        .answer(model, &job.retriever, &job.params, on_text)?;
+    Ok(Box::new(report))
 }
 
 /// Indexes with the model the index was built with, or the environment's model for a new one.
@@ -379,11 +385,14 @@ fn index_folder(
     cancel: &AtomicBool,
     reply: &Reply,
 ) -> Result<IndexReport, UiError> {
-    let model = Index::open(dir).map_or_else(
-        |_| environment.model.clone(),
-        |index| index.manifest().model.id.clone(),
+    let existing = Index::open(dir).ok();
+    let model = indexing_model(
+        None,
+        existing.as_ref().map(Index::manifest),
+        &environment.model,
     );
-    let files = ModelLocator::from_env(&environment.models_dir).locate(&model)?;
+    let files = ModelLocator::from_env(&environment.models_dir).locate(model)?;
+    drop(existing);
     let embedder = Embedder::load(&files, &environment.embed_options())?;
     let report = index_paths(
         dir,
