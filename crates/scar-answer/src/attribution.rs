@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 
-use scar_retrieve::Retriever;
+use scar_retrieve::{ChunkStore, Retriever};
 use serde::{Deserialize, Serialize};
 
 use crate::prompt::cited_numbers;
@@ -100,10 +100,10 @@ impl SentenceSupport {
 /// Traces each sentence of `answer` to the source of `prompt` that supports it best: the one
 /// with the highest mean of embedding similarity and shared words. Sentences without content
 /// words ("Yes.") claim nothing and are left out; so is everything when there are no sources.
-pub fn attribute(
+pub fn attribute<S: ChunkStore>(
     answer: &str,
     prompt: &Prompt,
-    retriever: &Retriever,
+    retriever: &Retriever<S>,
 ) -> Result<Vec<SentenceSupport>> {
     let sentences: Vec<(std::ops::Range<usize>, &str)> = sentences(answer)
         .into_iter()
@@ -113,14 +113,15 @@ pub fn attribute(
     if sentences.is_empty() || prompt.sources.is_empty() {
         return Ok(Vec::new());
     }
-    let index = retriever.index();
+    let store = retriever.store();
+    let vectors = store.policy_source();
     let sources: Vec<(usize, &[f32], HashSet<String>)> = prompt
         .sources
         .iter()
         .filter_map(|source| {
-            let chunk = index.chunk(source.chunk)?;
-            let words = content_words(chunk.text).into_iter().collect();
-            Some((source.number, index.embedding(source.chunk), words))
+            let chunk = store.chunk(source.chunk)?;
+            let words = content_words(&chunk.text).into_iter().collect();
+            Some((source.number, vectors.embedding(source.chunk), words))
         })
         .collect();
     let texts: Vec<String> = sentences

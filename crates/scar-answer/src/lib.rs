@@ -217,12 +217,12 @@ impl Answer {
     /// Builds the prompt from a search report, generates, maps the citations, and traces each
     /// sentence of the answer to the source that supports it best, with the embedding model and
     /// index of `retriever` (the ones the context came from).
-    fn generate(
+    fn generate<S: scar_retrieve::ChunkStore>(
         generator: &mut dyn Generator,
         report: &SearchReport,
         params: &GenerationParams,
         on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
-        retriever: &scar_retrieve::Retriever,
+        retriever: &scar_retrieve::Retriever<S>,
     ) -> Result<Self> {
         let prompt = Prompt::from_report(report);
         let mut generation = generator.generate(&prompt, params, on_text)?;

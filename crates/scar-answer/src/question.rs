@@ -5,7 +5,7 @@
 use std::ops::ControlFlow;
 
 use scar_policy::Options;
-use scar_retrieve::{Prepared, Retriever, SearchReport};
+use scar_retrieve::{ChunkStore, Prepared, Retriever, SearchReport};
 
 use crate::{Answer, AnswerReport, GenerationParams, Generator, Prompt, Result};
 
@@ -23,8 +23,8 @@ impl Question {
         clippy::result_large_err,
         reason = "the retriever's own error, passed on as its callers already handle it"
     )]
-    pub fn search(
-        retriever: &Retriever,
+    pub fn search<S: ChunkStore>(
+        retriever: &Retriever<S>,
         prepared: &Prepared,
         options: &Options,
     ) -> scar_retrieve::Result<Self> {
@@ -43,10 +43,10 @@ impl Question {
     /// Answers from the policy's context with `generator`, passing each piece of text to
     /// `on_text` as it comes (`Break` stops the answer), then traces each sentence to its source
     /// with `retriever`'s model and index (the ones the search ran on).
-    pub fn answer(
+    pub fn answer<S: ChunkStore>(
         self,
         generator: &mut dyn Generator,
-        retriever: &Retriever,
+        retriever: &Retriever<S>,
         params: &GenerationParams,
         on_text: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<AnswerReport> {

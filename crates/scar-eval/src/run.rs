@@ -6,8 +6,8 @@ use std::path::Path;
 
 use scar_core::ChunkId;
 use scar_index::Index;
-use scar_policy::{Options, Policy, expand};
-use scar_retrieve::{FirstStage, IndexSource, RetrieveError, Retriever};
+use scar_policy::{Options, Policy};
+use scar_retrieve::{FirstStage, Retriever};
 
 use crate::benchmark::Resolved;
 use crate::metrics::{ChunkExtent, Gold, Group, TestScore, aggregate, in_group, score};
@@ -290,14 +290,7 @@ impl<'a> Runner<'a> {
                 )?);
             }
             let run = |options: &Options| -> Result<TestScore> {
-                let ledger = expand(
-                    &IndexSource(index),
-                    &prepared.embedding,
-                    &prepared.seeds,
-                    &prepared.rankings,
-                    options,
-                )
-                .map_err(|e| retrieve(RetrieveError::from_policy(index, e)))?;
+                let ledger = self.retriever.ledger(&prepared, options).map_err(retrieve)?;
                 let context = context_extents(index, &ledger.context);
                 Ok(score(&test.gold, &context, ledger.context_tokens))
             };

@@ -9,7 +9,7 @@ pub enum RetrieveError {
     ZeroK,
     /// The index holds no chunks.
     #[error("the index in {0} is empty; add documents with `scar index PATH`")]
-    EmptyIndex(std::path::PathBuf),
+    EmptyIndex(String),
     /// The first stage's name is unknown.
     #[error("unknown first stage `{0}`: use dense, bm25 or hybrid")]
     BadFirstStage(String),

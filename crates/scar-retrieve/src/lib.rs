@@ -24,7 +24,7 @@
 mod comparison;
 mod error;
 mod report;
-mod source;
+mod store;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -42,7 +42,7 @@ use serde::{Deserialize, Serialize};
 pub use comparison::{BASELINE, Comparison, ContextSize, baseline_options};
 pub use error::{Result, RetrieveError};
 pub use report::{ChunkPlace, ContextChunk, SCHEMA_VERSION, SearchReport, Timings};
-pub use source::IndexSource;
+pub use store::{ChunkStore, StoredChunk};
 
 /// Seeds per question unless asked otherwise.
 pub const DEFAULT_K: usize = 5;
@@ -112,12 +112,13 @@ pub struct Prepared {
     pub first_stage_time: Duration,
 }
 
-/// An embedding model and an index built with it.
+/// An embedding model and a store of chunks embedded with it: the folder [`Index`] unless
+/// another [`ChunkStore`] is named.
 #[derive(Debug)]
-pub struct Retriever {
+pub struct Retriever<S = Index> {
     /// Shared, so that an index opened again after a commit keeps the loaded model.
     embedder: Arc<Embedder>,
-    index: Index,
+    store: S,
 }
 
 impl Retriever {
@@ -151,30 +152,44 @@ impl Retriever {
 
     /// [`Retriever::new`] with a model that other retrievers may share.
     pub fn with_shared(embedder: Arc<Embedder>, index: Index) -> Result<Self> {
-        let (built, loaded) = (&index.manifest().model, embedder.info());
-        if built.id != loaded.id || built.dimension != loaded.dimension {
-            let (index_model, model) = built.names_against(loaded);
-            return Err(RetrieveError::ModelMismatch { index_model, model });
-        }
-        Ok(Self { embedder, index })
+        Self::with_store(embedder, index)
     }
 
     /// The same model over the index as its folder holds it now: after a commit, what the
     /// commit added.
     pub fn reopen(&self) -> Result<Self> {
-        Self::with_shared(Arc::clone(&self.embedder), Index::open(self.index.dir())?)
+        Self::with_shared(Arc::clone(&self.embedder), Index::open(self.store.dir())?)
+    }
+
+    /// The index.
+    #[must_use]
+    pub fn index(&self) -> &Index {
+        &self.store
+    }
+}
+
+impl<S: ChunkStore> Retriever<S> {
+    /// Pairs a model that other retrievers may share with a store, checking that the store's
+    /// chunks were embedded with that model.
+    pub fn with_store(embedder: Arc<Embedder>, store: S) -> Result<Self> {
+        let (built, loaded) = (store.model(), embedder.info());
+        if built.id != loaded.id || built.dimension != loaded.dimension {
+            let (index_model, model) = built.names_against(loaded);
+            return Err(RetrieveError::ModelMismatch { index_model, model });
+        }
+        Ok(Self { embedder, store })
+    }
+
+    /// The store searched.
+    #[must_use]
+    pub fn store(&self) -> &S {
+        &self.store
     }
 
     /// The model, for other retrievers to share.
     #[must_use]
     pub fn shared_embedder(&self) -> Arc<Embedder> {
         Arc::clone(&self.embedder)
-    }
-
-    /// The index.
-    #[must_use]
-    pub fn index(&self) -> &Index {
-        &self.index
     }
 
     /// The embedding model.
@@ -214,29 +229,22 @@ impl Retriever {
         if k == 0 {
             return Err(RetrieveError::ZeroK);
         }
-        if self.index.is_empty() {
-            return Err(RetrieveError::EmptyIndex(self.index.dir().to_owned()));
+        if self.store.is_empty() {
+            return Err(RetrieveError::EmptyIndex(self.store.location()));
         }
         let started = Instant::now();
         let embedding = self.embedder.embed_query(query)?;
         let query_tokens = self.embedder.count_tokens(query)?;
         let embed_time = started.elapsed();
         let started = Instant::now();
-        let rows = documents.map(|slots| self.index.rows_of(slots));
-        let scope = rows.as_ref().map_or_else(|| self.index.len(), Vec::len);
+        let among = documents.map(|slots| self.store.chunks_of(slots));
+        let among = among.as_deref();
+        let scope = among.map_or_else(|| self.store.len(), <[ChunkId]>::len);
         // No list can be longer than the chunks searched: a k of billions asks for all of them,
         // not for room for billions.
         let depth = k.saturating_mul(RANKING_DEPTH_PER_SEED).min(scope);
-        let (dense, lexical) = match &rows {
-            None => (
-                self.index.dense_search(&embedding, depth)?,
-                self.index.bm25_search(query, depth)?,
-            ),
-            Some(rows) => (
-                self.index.dense_search_among(&embedding, rows, depth)?,
-                self.index.bm25_search_among(query, rows, depth)?,
-            ),
-        };
+        let dense = self.store.dense_ranking(&embedding, depth, among)?;
+        let lexical = self.store.lexical_ranking(query, depth, among)?;
         let hits = match first_stage {
             FirstStage::Dense => dense.iter().take(k).copied().collect(),
             FirstStage::Bm25 => lexical.iter().take(k).copied().collect(),
@@ -281,7 +289,7 @@ impl Retriever {
         let policy_time = started.elapsed();
         let baseline = self.ledger(prepared, &baseline_options()?)?;
         Ok(SearchReport::new(
-            &self.index,
+            &self.store,
             prepared,
             ledger,
             ContextSize::of(&baseline),
@@ -295,15 +303,17 @@ impl Retriever {
         self.expand(prepared, &baseline_options()?)
     }
 
-    fn ledger(&self, prepared: &Prepared, options: &Options) -> Result<Ledger> {
+    /// The policy's decisions on prepared seeds, without the report: what an evaluation that
+    /// runs many policies on each question scores.
+    pub fn ledger(&self, prepared: &Prepared, options: &Options) -> Result<Ledger> {
         expand(
-            &IndexSource(&self.index),
+            self.store.policy_source().as_ref(),
             &prepared.embedding,
             &prepared.seeds,
             &prepared.rankings,
             options,
         )
-        .map_err(|e| RetrieveError::from_policy(&self.index, e))
+        .map_err(|e| self.store.policy_error(e))
     }
 
     /// [`prepare`](Self::prepare) then [`expand`](Self::expand).

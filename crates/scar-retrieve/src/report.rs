@@ -6,11 +6,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use scar_core::ChunkId;
-use scar_index::Index;
 use scar_policy::Ledger;
 use serde::{Deserialize, Serialize};
 
-use crate::{Comparison, ContextSize, FirstStage, Prepared};
+use crate::{ChunkStore, Comparison, ContextSize, FirstStage, Prepared};
 
 /// Version of the JSON layout of [`SearchReport`]; bumped on any incompatible change.
 pub const SCHEMA_VERSION: &str = "scar.search/2";
@@ -142,7 +141,7 @@ pub struct SearchReport {
 
 impl SearchReport {
     pub(crate) fn new(
-        index: &Index,
+        store: &dyn ChunkStore,
         prepared: &Prepared,
         ledger: Ledger,
         static_window_1: ContextSize,
@@ -152,18 +151,18 @@ impl SearchReport {
         let chunks = ledger
             .context
             .iter()
-            .filter_map(|&id| index.chunk(id))
+            .filter_map(|&id| store.chunk(id))
             .map(|chunk| ContextChunk {
                 id: chunk.id,
-                document: chunk.document.path.display().to_string(),
-                attachment: chunk.document.attachment.clone(),
-                ordinal: chunk.ordinal,
-                chars: [chunk.chars.start, chunk.chars.end],
-                tokens: chunk.token_count,
-                heading_path: chunk.heading_path.to_owned(),
-                page: chunk.page,
                 seed: seeds.contains(&chunk.id),
-                text: chunk.text.to_owned(),
+                document: chunk.document,
+                attachment: chunk.attachment,
+                ordinal: chunk.ordinal,
+                chars: chunk.chars,
+                tokens: chunk.tokens,
+                heading_path: chunk.heading_path,
+                page: chunk.page,
+                text: chunk.text,
             })
             .collect();
         let named = ledger.seeds.iter().flat_map(|seed| {
@@ -172,11 +171,11 @@ impl SearchReport {
         let mut seen = HashSet::new();
         let places = named
             .filter(|&id| seen.insert(id))
-            .filter_map(|id| index.chunk(id))
+            .filter_map(|id| store.chunk(id))
             .map(|chunk| ChunkPlace {
                 id: chunk.id,
-                document: chunk.document.path.display().to_string(),
-                attachment: chunk.document.attachment.clone(),
+                document: chunk.document,
+                attachment: chunk.attachment,
                 ordinal: chunk.ordinal,
                 page: chunk.page,
             })

@@ -1,0 +1,189 @@
+//! Where the retriever's chunks live: the [`ChunkStore`] seam, and the folder [`Index`] as its
+//! first store.
+
+use scar_core::{ChunkId, Position, SeamKind};
+use scar_embed::ModelInfo;
+use scar_index::Index;
+use scar_policy::{ChunkSource, PolicyError, Side};
+
+use crate::{Result, RetrieveError};
+
+/// What a retriever reads from the chunks it searches: the first stage's two rankings, each
+/// chunk as a report shows it, and the chunks as the policy walks them. The folder [`Index`] is
+/// one store; a database server can be another, and the retriever decides the same over both
+/// because it reads nothing else.
+///
+/// Chunks are named by [`ChunkId`]s the store hands out; documents by their slots (the numbers
+/// [`ChunkStore::chunks_of`] takes).
+pub trait ChunkStore: Send + Sync {
+    /// Where the chunks are, as a person names it in a message (a folder, a server).
+    fn location(&self) -> String;
+    /// The embedding model the chunks were embedded with.
+    fn model(&self) -> &ModelInfo;
+    /// Chunks stored.
+    fn len(&self) -> usize;
+    /// True when nothing is stored.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The chunks of the documents in `slots`.
+    fn chunks_of(&self, slots: &[u32]) -> Vec<ChunkId>;
+    /// The `depth` chunks (of `among` only, when given) nearest `embedding` by cosine, best
+    /// first.
+    fn dense_ranking(
+        &self,
+        embedding: &[f32],
+        depth: usize,
+        among: Option<&[ChunkId]>,
+    ) -> Result<Vec<(ChunkId, f32)>>;
+    /// The `depth` chunks (of `among` only, when given) that match `query`'s words best, best
+    /// first. The policies read ranks, never these scores, so another lexical scoring changes
+    /// which chunks rank where, not what a rank means.
+    fn lexical_ranking(
+        &self,
+        query: &str,
+        depth: usize,
+        among: Option<&[ChunkId]>,
+    ) -> Result<Vec<(ChunkId, f32)>>;
+    /// Chunk `id` with what a reader needs to cite it, or `None` for an id not stored.
+    fn chunk(&self, id: ChunkId) -> Option<StoredChunk>;
+    /// The chunks as the policy walks them: embeddings, neighbours, continuity and seams.
+    fn policy_source(&self) -> Box<dyn ChunkSource + '_>;
+    /// `error`, met by the policy while it walked this store, in the words that say what to
+    /// repair.
+    fn policy_error(&self, error: PolicyError) -> RetrieveError {
+        RetrieveError::Policy(error)
+    }
+}
+
+/// A chunk as a store holds it, with what a reader needs to cite it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredChunk {
+    /// Its id.
+    pub id: ChunkId,
+    /// The document's path.
+    pub document: String,
+    /// For a document carried inside the file (a mail's attachment), its name there.
+    pub attachment: Option<String>,
+    /// Its place in the document.
+    pub ordinal: u32,
+    /// Character range in the document's text, half-open.
+    pub chars: [usize; 2],
+    /// Tokens (embedding model's tokenizer, without special tokens).
+    pub tokens: usize,
+    /// Enclosing headings, " > "-joined (empty when none).
+    pub heading_path: String,
+    /// The page it starts on, numbered from 1, for a document of pages.
+    pub page: Option<u32>,
+    /// The chunk's text.
+    pub text: String,
+}
+
+impl ChunkStore for Index {
+    fn location(&self) -> String {
+        self.dir().display().to_string()
+    }
+
+    fn model(&self) -> &ModelInfo {
+        &self.manifest().model
+    }
+
+    fn len(&self) -> usize {
+        Index::len(self)
+    }
+
+    fn chunks_of(&self, slots: &[u32]) -> Vec<ChunkId> {
+        self.rows_of(slots).into_iter().map(ChunkId).collect()
+    }
+
+    fn dense_ranking(
+        &self,
+        embedding: &[f32],
+        depth: usize,
+        among: Option<&[ChunkId]>,
+    ) -> Result<Vec<(ChunkId, f32)>> {
+        Ok(match among {
+            None => self.dense_search(embedding, depth)?,
+            Some(chunks) => self.dense_search_among(embedding, &rows(chunks), depth)?,
+        })
+    }
+
+    fn lexical_ranking(
+        &self,
+        query: &str,
+        depth: usize,
+        among: Option<&[ChunkId]>,
+    ) -> Result<Vec<(ChunkId, f32)>> {
+        Ok(match among {
+            None => self.bm25_search(query, depth)?,
+            Some(chunks) => self.bm25_search_among(query, &rows(chunks), depth)?,
+        })
+    }
+
+    fn chunk(&self, id: ChunkId) -> Option<StoredChunk> {
+        let chunk = Index::chunk(self, id)?;
+        Some(StoredChunk {
+            id: chunk.id,
+            document: chunk.document.path.display().to_string(),
+            attachment: chunk.document.attachment.clone(),
+            ordinal: chunk.ordinal,
+            chars: [chunk.chars.start, chunk.chars.end],
+            tokens: chunk.token_count,
+            heading_path: chunk.heading_path.to_owned(),
+            page: chunk.page,
+            text: chunk.text.to_owned(),
+        })
+    }
+
+    fn policy_source(&self) -> Box<dyn ChunkSource + '_> {
+        Box::new(IndexSource(self))
+    }
+
+    fn policy_error(&self, error: PolicyError) -> RetrieveError {
+        RetrieveError::from_policy(self, error)
+    }
+}
+
+fn rows(chunks: &[ChunkId]) -> Vec<u32> {
+    chunks.iter().map(|id| id.0).collect()
+}
+
+/// Adapts an [`Index`] to the policy's [`ChunkSource`].
+#[derive(Debug, Clone, Copy)]
+struct IndexSource<'a>(&'a Index);
+
+impl ChunkSource for IndexSource<'_> {
+    fn embedding(&self, id: ChunkId) -> &[f32] {
+        self.0.embedding(id)
+    }
+
+    fn neighbour(&self, id: ChunkId, side: Side) -> Option<ChunkId> {
+        self.0.neighbour(id, side)
+    }
+
+    fn continuity(&self, id: ChunkId, side: Side) -> f32 {
+        let left = match side {
+            Side::Next => Some(id),
+            Side::Previous => self.0.neighbour(id, Side::Previous),
+        };
+        // The policy asks only when the neighbour exists, so the stored value is there.
+        left.and_then(|left| self.0.continuity_next(left))
+            .unwrap_or(f32::NAN)
+    }
+
+    fn seam(&self, id: ChunkId, side: Side) -> Option<SeamKind> {
+        self.0.seam(id, side)
+    }
+
+    fn position(&self, id: ChunkId) -> Position {
+        self.0.position(id)
+    }
+
+    fn token_count(&self, id: ChunkId) -> usize {
+        self.0.chunk(id).map_or(0, |c| c.token_count)
+    }
+
+    fn section(&self, id: ChunkId) -> Option<u32> {
+        self.0.chunk(id).and_then(|c| c.section)
+    }
+}

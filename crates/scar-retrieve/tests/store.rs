@@ -1,0 +1,202 @@
+//! The retriever reads its chunks through [`ChunkStore`] alone: over a second store holding
+//! the example index's chunks in memory, every search and every decision is the folder index's.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+
+use scar_core::{ChunkId, Position, SeamKind, Side, dot};
+use scar_embed::ModelInfo;
+use scar_index::Index;
+use scar_policy::{ChunkSource, Options, Policy};
+use scar_retrieve::{ChunkStore, FirstStage, Result, Retriever, StoredChunk};
+use scar_test_support::{example_index, minilm};
+
+/// One chunk as the policy and a report see it.
+struct Held {
+    chunk: StoredChunk,
+    embedding: Vec<f32>,
+    position: Position,
+    section: Option<u32>,
+    neighbours: [Option<ChunkId>; 2],
+    continuity: [f32; 2],
+    seams: [Option<SeamKind>; 2],
+}
+
+/// Chunks, vectors, neighbours and the dense ranking in memory. The lexical ranking is the
+/// folder index's own: BM25 is not what this store is about, and the evidence walk reads it.
+struct MemoryStore {
+    model: ModelInfo,
+    chunks: Vec<Held>,
+    lexical: Index,
+}
+
+const SIDES: [Side; 2] = [Side::Previous, Side::Next];
+
+impl MemoryStore {
+    fn copy_of(index: Index) -> Self {
+        let source = index.policy_source();
+        let chunks = (0..ChunkStore::len(&index) as u32)
+            .map(ChunkId)
+            .map(|id| {
+                let neighbours = SIDES.map(|side| source.neighbour(id, side));
+                // The policy asks for a seam's values only where the neighbour exists.
+                let exists = |side: Side| neighbours[side as usize].is_some();
+                Held {
+                    chunk: ChunkStore::chunk(&index, id).unwrap(),
+                    embedding: source.embedding(id).to_vec(),
+                    position: source.position(id),
+                    section: source.section(id),
+                    neighbours,
+                    continuity: SIDES.map(|side| {
+                        if exists(side) {
+                            source.continuity(id, side)
+                        } else {
+                            f32::NAN
+                        }
+                    }),
+                    seams: SIDES.map(|side| {
+                        if exists(side) {
+                            source.seam(id, side)
+                        } else {
+                            None
+                        }
+                    }),
+                }
+            })
+            .collect();
+        drop(source);
+        Self {
+            model: ChunkStore::model(&index).clone(),
+            chunks,
+            lexical: index,
+        }
+    }
+
+    fn held(&self, id: ChunkId) -> &Held {
+        &self.chunks[id.0 as usize]
+    }
+}
+
+// On a reference: the store lends itself to the policy as its own source.
+impl ChunkSource for &MemoryStore {
+    fn embedding(&self, id: ChunkId) -> &[f32] {
+        &self.held(id).embedding
+    }
+    fn neighbour(&self, id: ChunkId, side: Side) -> Option<ChunkId> {
+        self.held(id).neighbours[side as usize]
+    }
+    fn continuity(&self, id: ChunkId, side: Side) -> f32 {
+        self.held(id).continuity[side as usize]
+    }
+    fn seam(&self, id: ChunkId, side: Side) -> Option<SeamKind> {
+        self.held(id).seams[side as usize]
+    }
+    fn position(&self, id: ChunkId) -> Position {
+        self.held(id).position
+    }
+    fn token_count(&self, id: ChunkId) -> usize {
+        self.held(id).chunk.tokens
+    }
+    fn section(&self, id: ChunkId) -> Option<u32> {
+        self.held(id).section
+    }
+}
+
+impl ChunkStore for MemoryStore {
+    fn location(&self) -> String {
+        "memory".to_owned()
+    }
+    fn model(&self) -> &ModelInfo {
+        &self.model
+    }
+    fn len(&self) -> usize {
+        self.chunks.len()
+    }
+    fn chunks_of(&self, slots: &[u32]) -> Vec<ChunkId> {
+        self.chunks
+            .iter()
+            .filter(|held| slots.contains(&held.position.document))
+            .map(|held| held.chunk.id)
+            .collect()
+    }
+    fn dense_ranking(
+        &self,
+        embedding: &[f32],
+        depth: usize,
+        among: Option<&[ChunkId]>,
+    ) -> Result<Vec<(ChunkId, f32)>> {
+        let all: Vec<ChunkId> = self.chunks.iter().map(|held| held.chunk.id).collect();
+        let mut scored: Vec<(ChunkId, f32)> = among
+            .unwrap_or(&all)
+            .iter()
+            .map(|&id| (id, dot(embedding, &self.held(id).embedding)))
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        scored.truncate(depth);
+        Ok(scored)
+    }
+    fn lexical_ranking(
+        &self,
+        query: &str,
+        depth: usize,
+        among: Option<&[ChunkId]>,
+    ) -> Result<Vec<(ChunkId, f32)>> {
+        self.lexical.lexical_ranking(query, depth, among)
+    }
+    fn chunk(&self, id: ChunkId) -> Option<StoredChunk> {
+        self.chunks.get(id.0 as usize).map(|held| held.chunk.clone())
+    }
+    fn policy_source(&self) -> Box<dyn ChunkSource + '_> {
+        Box::new(self)
+    }
+}
+
+#[test]
+fn a_second_store_gives_the_folder_index_s_searches_and_decisions() {
+    let embedder = Arc::new(minilm());
+    let folder = Retriever::with_store(Arc::clone(&embedder), Index::open(example_index()).unwrap())
+        .unwrap();
+    let memory =
+        Retriever::with_store(embedder, MemoryStore::copy_of(Index::open(example_index()).unwrap()))
+            .unwrap();
+    let policies = [
+        Policy::default(),
+        Policy::scar(1),
+        Policy::TopK,
+        Policy::StaticWindow { window: 1 },
+    ];
+    let questions = [
+        "What does it cost to take my kayak on the ferry?",
+        "How is a connection opened?",
+        "Who may cancel a booking, and until when?",
+    ];
+    let mut decided = 0;
+    for question in questions {
+        for stage in [FirstStage::Dense, FirstStage::Bm25, FirstStage::Hybrid] {
+            let ours = memory.prepare(question, stage, 3).unwrap();
+            let theirs = folder.prepare(question, stage, 3).unwrap();
+            assert_eq!(ours.seeds, theirs.seeds, "{question} ({stage})");
+            assert_eq!(ours.rankings, theirs.rankings, "{question} ({stage})");
+            for policy in policies {
+                let options = Options::new(policy).unwrap();
+                let mut ours = memory.expand(&ours, &options).unwrap();
+                let theirs = folder.expand(&theirs, &options).unwrap();
+                // Only the time each took may differ.
+                ours.timings = theirs.timings;
+                assert_eq!(ours, theirs, "{question} ({stage}, {policy})");
+                decided += ours.ledger.seeds.len();
+            }
+        }
+    }
+    assert!(decided > 0);
+    // A search within documents reads the store's own list of their chunks.
+    let slots = [0, 1];
+    let ours = memory
+        .prepare_within(questions[0], FirstStage::Hybrid, 3, &slots)
+        .unwrap();
+    let theirs = folder
+        .prepare_within(questions[0], FirstStage::Hybrid, 3, &slots)
+        .unwrap();
+    assert_eq!(ours.seeds, theirs.seeds);
+    assert_eq!(ours.rankings, theirs.rankings);
+}
