@@ -11,7 +11,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use scar_embed::{Embedder, ModelLocator};
 use scar_index::{
     ChunkUnit, ChunkerConfig, FolderWatch, HnswParams, HnswSetting, IndexOptions, IndexProgress,
-    IndexReport, LoadOptions, Salvage, VectorEncoding, index_paths, indexing_model,
+    IndexReport, LoadOptions, Salvage, VectorEncoding, finish_interrupted_swap, index_paths,
+    indexing_model, rebuild_dir, replace_with_rebuild,
 };
 
 use crate::settings::Settings;
@@ -127,10 +128,13 @@ fn capacity_warning(chunker: &ChunkerConfig, embedder: &Embedder) -> Option<Stri
 
 #[allow(clippy::too_many_lines)] // set-up, run, report: one screen each
 pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
+    let dir = &settings.index.value;
+    if let Some(finished) = finish_interrupted_swap(dir)? {
+        eprintln!("{}: an earlier rebuild was stopped; {finished}", dir.display());
+    }
     if args.rebuild || args.repair {
         return rebuild(settings, args);
     }
-    let dir = &settings.index.value;
     let existing = scar_index::Index::open(dir).ok();
     let model = indexing_model(
         settings.named_model(),
@@ -291,7 +295,7 @@ fn rebuild(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
     };
     paths.extend(args.paths.iter().cloned());
     let embedder = load_embedder(settings, &model)?;
-    let fresh = sibling(dir, &format!("{verb}ing"));
+    let fresh = rebuild_dir(dir);
     if fresh.exists() {
         fs_err::remove_dir_all(&fresh)?;
     }
@@ -337,14 +341,7 @@ fn rebuild(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
             dir.display()
         );
     }
-    // Swap: the old index moves aside, the new one takes its name, the old one goes.
-    let old = sibling(dir, "old");
-    if old.exists() {
-        fs_err::remove_dir_all(&old)?;
-    }
-    fs_err::rename(dir, &old)?;
-    fs_err::rename(&fresh, dir)?;
-    fs_err::remove_dir_all(&old)?;
+    replace_with_rebuild(dir)?;
     if !args.json {
         eprintln!(
             "{} {verb}ed; {} chunks reused",
@@ -353,13 +350,6 @@ fn rebuild(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
         );
     }
     Ok(index_exit(report.is_complete()))
-}
-
-/// `dir` with `.suffix` added to its name.
-fn sibling(dir: &std::path::Path, suffix: &str) -> PathBuf {
-    let mut name = dir.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".{suffix}"));
-    dir.with_file_name(name)
 }
 
 /// Indexes `paths` into `dir` with `index` (a plain run or a rebuild), showing progress and

@@ -27,6 +27,13 @@ pub enum IndexError {
     /// The folder holds no index.
     #[error("{0} is not a SCAR index (no manifest.json); build one with `scar index`")]
     NotAnIndex(PathBuf),
+    /// A rebuild or repair was stopped while its index took the old one's place.
+    #[error(
+        "the rebuild of {dir} was stopped as it replaced the index; finish it with \
+         `scar --index {dir} index`",
+        dir = .0.display()
+    )]
+    SwapInterrupted(PathBuf),
     /// A file of the index is damaged.
     #[error(
         "{path} is damaged: {reason}; repair the index with `scar --index {dir} index --repair`",

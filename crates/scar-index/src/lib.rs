@@ -43,6 +43,7 @@ mod seam;
 mod search;
 mod skip_list;
 mod store;
+mod swap;
 mod walk;
 mod watch;
 
@@ -62,4 +63,5 @@ pub use skip_list::skipped_files;
 pub use store::{
     Catalog, ChunkView, DocumentEntry, Index, Manifest, VectorEncoding, document_name, is_index,
 };
+pub use swap::{InterruptedSwap, finish_interrupted_swap, rebuild_dir, replace_with_rebuild};
 pub use watch::{Burst, FolderWatch};

@@ -15,8 +15,8 @@ use scar_answer::{
 };
 use scar_embed::{Embedder, ModelLocator};
 use scar_index::{
-    FolderWatch, Index, IndexOptions, IndexProgress, IndexReport, Skipped, index_paths,
-    indexing_model,
+    FolderWatch, Index, IndexOptions, IndexProgress, IndexReport, Skipped,
+    finish_interrupted_swap, index_paths, indexing_model,
 };
 use scar_retrieve::{FirstStage, Prepared, Retriever};
 
@@ -385,6 +385,8 @@ fn index_folder(
     cancel: &AtomicBool,
     reply: &Reply,
 ) -> Result<IndexReport, UiError> {
+    // An index a stopped rebuild left aside is put back before its model is read.
+    finish_interrupted_swap(dir)?;
     let existing = Index::open(dir).ok();
     let model = indexing_model(
         None,

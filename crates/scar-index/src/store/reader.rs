@@ -147,6 +147,9 @@ impl Index {
     pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
         const ATTEMPTS: u32 = 20;
         let dir = dir.as_ref();
+        if let Some(error) = crate::swap::interrupted_swap_error(dir) {
+            return Err(error);
+        }
         let mut attempt = 1;
         // The commit's bytes, not its file's length and time: two commits can land within one
         // tick of the file-system clock with metadata of the same length.
