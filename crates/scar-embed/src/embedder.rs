@@ -235,11 +235,14 @@ impl Embedder {
     /// special tokens the tokenizer adds around it.
     #[must_use]
     pub fn text_token_limit(&self) -> usize {
-        let special = self
-            .tokenizer
+        self.info.max_tokens.saturating_sub(self.special_tokens())
+    }
+
+    /// Special tokens the tokenizer adds around one input.
+    fn special_tokens(&self) -> usize {
+        self.tokenizer
             .get_post_processor()
-            .map_or(0, |processor| processor.added_tokens(false));
-        self.info.max_tokens.saturating_sub(special)
+            .map_or(0, |processor| processor.added_tokens(false))
     }
 
     /// Tokens in `text` without special tokens and without truncation: what a text costs in a
@@ -251,6 +254,14 @@ impl Embedder {
             .map_err(|e| self.tokenizer_error(e))?;
         let overflow = encoding.take_overflowing();
         Ok(encoding.len() + overflow.iter().map(Encoding::len).sum::<usize>())
+    }
+
+    /// What [`Embedder::count_tokens`] gives for a text that [`Embedder::embed_passages`]
+    /// counted as `embedded` tokens, so that it need not be tokenized again; `None` at the
+    /// model's limit, where the text may have been truncated.
+    #[must_use]
+    pub fn count_tokens_from_embedded(&self, embedded: usize) -> Option<usize> {
+        (embedded < self.info.max_tokens).then(|| embedded.saturating_sub(self.special_tokens()))
     }
 
     /// Embeds a query, with the model's query instruction prepended.

@@ -25,7 +25,10 @@ pub enum IndexError {
         reads: u32,
     },
     /// The folder holds no index.
-    #[error("{0} is not a SCAR index (no manifest.json); build one with `scar index`")]
+    #[error(
+        "{0} is not a SCAR index (no {manifest}); build one with `scar index`",
+        manifest = crate::folder::IndexFile::Manifest
+    )]
     NotAnIndex(PathBuf),
     /// A rebuild or repair was stopped while its index took the old one's place.
     #[error(
@@ -209,7 +212,9 @@ mod tests {
     #[test]
     fn tantivy_errors_keep_their_source() {
         let dir = tempfile::tempdir().unwrap();
-        let Err(error) = tantivy::Index::open_in_dir(dir.path().join("text")) else {
+        let Err(error) =
+            tantivy::Index::open_in_dir(crate::folder::IndexFile::Text.path(dir.path()))
+        else {
             panic!("opened a text index that does not exist");
         };
         let message = error.to_string();

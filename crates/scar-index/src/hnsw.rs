@@ -20,7 +20,7 @@
 //! graph is rebuilt.
 
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
@@ -28,6 +28,7 @@ use scar_core::{ChunkId, dot};
 use serde::{Deserialize, Serialize};
 
 use crate::error::io_error;
+use crate::folder::{IndexFile, temporary_path, write_replacing};
 use crate::store::Catalog;
 use crate::{IndexError, Result};
 
@@ -224,8 +225,8 @@ impl HnswGraph {
     /// Writes the graph and then its stamp, each through a temporary file and a rename, so a
     /// crash leaves either the old pair or a stamp that no longer matches (and is rebuilt).
     pub(crate) fn save(&self, dir: &Path, generation: u64) -> Result<()> {
-        let [graph_path, _] = files(dir);
-        let temporary = graph_path.with_extension("usearch.tmp");
+        let graph_path = IndexFile::HnswGraph.path(dir);
+        let temporary = temporary_path(&graph_path);
         self.graph
             .save(&temporary.to_string_lossy())
             .map_err(graph_error)?;
@@ -259,14 +260,17 @@ impl HnswGraph {
         if info.generation != catalog.generation || info.rows > catalog.rows {
             return Ok(None);
         }
-        let [graph_path, _] = files(dir);
+        let graph_path = IndexFile::HnswGraph.path(dir);
         if let Some(expected) = blake3
             && checksum(&graph_path)? != expected
         {
             return Err(IndexError::damaged(
                 dir,
                 &graph_path,
-                "its checksum does not match the one in hnsw.json",
+                format!(
+                    "its checksum does not match the one in {}",
+                    IndexFile::HnswStamp
+                ),
             ));
         }
         let mut graph = Self::new(dimension, info.params)?;
@@ -299,18 +303,13 @@ impl HnswGraph {
     }
 }
 
-/// The graph file and its stamp.
-fn files(dir: &Path) -> [PathBuf; 2] {
-    [dir.join("hnsw.usearch"), dir.join("hnsw.json")]
-}
-
 /// What the saved graph covers, if the index has one (current or stale).
 pub(crate) fn read_info(dir: &Path) -> Result<Option<HnswInfo>> {
     Ok(read_stamp(dir)?.map(|stamp| stamp.info))
 }
 
 fn read_stamp(dir: &Path) -> Result<Option<Stamp>> {
-    let [_, stamp_path] = files(dir);
+    let stamp_path = IndexFile::HnswStamp.path(dir);
     if !stamp_path.is_file() {
         return Ok(None);
     }
@@ -335,17 +334,13 @@ pub(crate) fn write_info(dir: &Path, info: &HnswInfo) -> Result<()> {
 
 /// Writes the stamp through a temporary file and a rename.
 fn write_stamp(dir: &Path, stamp: &Stamp) -> Result<()> {
-    let [_, stamp_path] = files(dir);
     let json = serde_json::to_string_pretty(stamp).map_err(IndexError::encode("the HNSW stamp"))?;
-    let temporary = stamp_path.with_extension("json.tmp");
-    fs_err::write(&temporary, json).map_err(io_error(&temporary))?;
-    fs_err::rename(&temporary, &stamp_path).map_err(io_error(&stamp_path))
+    write_replacing(&IndexFile::HnswStamp.path(dir), json)
 }
 
 /// Deletes the saved graph: stamp first, so a half-deleted graph is never read.
 pub(crate) fn remove(dir: &Path) -> Result<()> {
-    let [graph_path, stamp_path] = files(dir);
-    for path in [stamp_path, graph_path] {
+    for path in [IndexFile::HnswStamp, IndexFile::HnswGraph].map(|file| file.path(dir)) {
         if path.exists() {
             fs_err::remove_file(&path).map_err(io_error(&path))?;
         }

@@ -1,6 +1,7 @@
 //! Indexing runs: bring an index up to date with a set of files, incrementally and crash-safely.
 //! Files are loaded, cut and embedded here; the store's writer keeps the rows and commits them.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,8 +14,9 @@ use crate::chunk::{ChunkSpan, Chunker, ChunkerConfig};
 use crate::hnsw::{self, HnswGraph, HnswInfo, HnswParams};
 use crate::known::{Journal, Key, KnownVectors, key};
 use crate::load::{LoadOptions, LoadedDocument, load_document};
+use crate::skip_list::{self, Skipped};
 use crate::store::{
-    DocumentEntry, Index, Manifest, NewDocument, VectorEncoding, Writer, file_stamp,
+    Catalog, DataFiles, DocumentEntry, Manifest, NewDocument, VectorEncoding, Writer, file_stamp,
 };
 use crate::walk::discover;
 use crate::{IndexError, Result};
@@ -150,20 +152,6 @@ fn humanize(duration: Duration) -> String {
     }
 }
 
-/// A file that was not indexed, and why.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Skipped {
-    /// The file. Serialized for display: a name that is not UTF-8 is shown with U+FFFD.
-    #[serde(serialize_with = "lossy_path")]
-    pub path: PathBuf,
-    /// Why, for a person.
-    pub reason: String,
-}
-
-fn lossy_path<S: serde::Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(&path.to_string_lossy())
-}
-
 /// What an indexing run did.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct IndexReport {
@@ -230,6 +218,8 @@ struct Pending {
     vectors: Vec<f32>,
     /// Which chunks' vectors are known.
     known: Vec<bool>,
+    /// Each chunk's length in tokens, where the model's count of what it embedded gives it.
+    token_counts: Vec<Option<usize>>,
     /// Chunks this run embedded whose vectors are not in the resume journal yet.
     unjournaled: Vec<usize>,
 }
@@ -345,12 +335,13 @@ pub(crate) fn index_reusing(
     if !run.cancelled() {
         run.embed_queue()?;
     }
-    let (mut report, mut state, progress) = run.finish()?;
-    crate::skip_list::record(dir, roots, &report)?;
-    report.hnsw_rows_linked =
-        update_hnsw(dir, options.hnsw, started, &mut state, progress, cancel)?;
-    report.elapsed = started.elapsed();
-    Ok(report)
+    let mut finished = run.finish()?;
+    let report = &finished.report;
+    skip_list::record(dir, roots, &report.skipped, report.cancelled)?;
+    finished.report.hnsw_rows_linked =
+        update_hnsw(dir, options.hnsw, started, &mut finished, cancel)?;
+    finished.report.elapsed = started.elapsed();
+    Ok(finished.report)
 }
 
 /// A new or changed file to load.
@@ -551,6 +542,7 @@ impl<'a> Run<'a> {
         self.queue.push_back(Pending {
             file,
             parts,
+            token_counts: vec![None; keys.len()],
             keys,
             vectors,
             known,
@@ -595,6 +587,11 @@ impl<'a> Run<'a> {
             })
             .collect();
         let refs: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
+        // Borrowed: the model embeds the chunk's own text, whose length its count gives.
+        let own_text: Vec<bool> = texts
+            .iter()
+            .map(|t| matches!(t, Cow::Borrowed(_)))
+            .collect();
         let called = Instant::now();
         let (chunks_before, tokens_before) = (self.state.chunks, self.state.tokens);
         let (state, progress, started) = (&mut self.state, &mut self.progress, self.started);
@@ -615,12 +612,17 @@ impl<'a> Run<'a> {
         self.report.tokens += embeddings.token_counts.iter().sum::<usize>();
         self.report.truncated += embeddings.truncated;
         let dimension = embeddings.dimension;
+        let embedder = self.embedder;
         for (row, &(d, c)) in picks.iter().enumerate() {
             let pending = &mut self.queue[d];
             pending.vectors[c * dimension..(c + 1) * dimension]
                 .copy_from_slice(embeddings.row(row));
             pending.known[c] = true;
             pending.unjournaled.push(c);
+            if own_text[row] {
+                pending.token_counts[c] =
+                    embedder.count_tokens_from_embedded(embeddings.token_counts[row]);
+            }
         }
         self.show_progress();
         Ok(())
@@ -654,14 +656,20 @@ impl<'a> Run<'a> {
             let hash = &p.parts[0].document.hash;
             for part in p.parts.iter().filter(|part| !part.chunks.is_empty()) {
                 let text = &part.document.text;
+                let chunks = first_chunk..first_chunk + part.chunks.len();
+                first_chunk = chunks.end;
+                // Chunks whose vectors were found, or whose embedded text was not their own
+                // or was truncated, are counted here.
                 let token_counts = part
                     .chunks
                     .iter()
-                    .map(|chunk| self.embedder.count_tokens(&text[chunk.bytes.clone()]))
+                    .zip(&p.token_counts[chunks.clone()])
+                    .map(|(chunk, counted)| match counted {
+                        Some(count) => Ok(*count),
+                        None => self.embedder.count_tokens(&text[chunk.bytes.clone()]),
+                    })
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(IndexError::Embed)?;
-                let chunks = first_chunk..first_chunk + part.chunks.len();
-                first_chunk = chunks.end;
                 self.writer.append(&NewDocument {
                     path: &p.file.path,
                     attachment: part.attachment.as_deref(),
@@ -721,35 +729,42 @@ impl<'a> Run<'a> {
     }
 
     /// Commits what was stored; a run that completed drops the resume journal, a cancelled one
-    /// adds what it embedded for the documents it did not store. Gives back the report, the
-    /// progress and its callback, for the HNSW graph's turn.
+    /// adds what it embedded for the documents it did not store.
     fn finish(mut self) -> Result<Finished<'a>> {
         if self.report.cancelled {
             self.keep_unstored()?;
         }
-        self.writer.finish()?;
+        let (manifest, catalog) = self.writer.finish()?;
         if !self.report.cancelled {
             self.journal.remove()?;
         }
-        Ok((self.report, self.state, self.progress))
+        Ok(Finished {
+            report: self.report,
+            state: self.state,
+            progress: self.progress,
+            manifest,
+            catalog,
+        })
     }
 }
 
-/// What [`Run::finish`] gives back.
-type Finished<'a> = (
-    IndexReport,
-    IndexProgress,
-    &'a mut dyn FnMut(&IndexProgress),
-);
+/// What [`Run::finish`] gives back for the HNSW graph's turn: the report, the progress and its
+/// callback, and what the writer committed.
+struct Finished<'a> {
+    report: IndexReport,
+    state: IndexProgress,
+    progress: &'a mut dyn FnMut(&IndexProgress),
+    manifest: Manifest,
+    catalog: Catalog,
+}
 
-/// Brings the HNSW graph in line with the committed rows as `setting` asks, reporting its
-/// progress in `state`. Returns the rows linked.
+/// Brings the HNSW graph in line with the rows the run committed as `setting` asks, reporting
+/// its progress. Returns the rows linked.
 fn update_hnsw(
     dir: &Path,
     setting: HnswSetting,
     started: Instant,
-    state: &mut IndexProgress,
-    progress: &mut dyn FnMut(&IndexProgress),
+    finished: &mut Finished<'_>,
     cancel: &AtomicBool,
 ) -> Result<u32> {
     let saved = hnsw::read_info(dir)?;
@@ -759,8 +774,7 @@ fn update_hnsw(
         (HnswSetting::Keep, Some(info)) => info.params,
         (HnswSetting::Build(params), _) => params,
     };
-    let index = Index::open(dir)?;
-    let catalog = index.catalog();
+    let catalog = &finished.catalog;
     let wanted = HnswInfo {
         generation: catalog.generation,
         rows: catalog.rows,
@@ -776,15 +790,17 @@ fn update_hnsw(
         }
         return Ok(0);
     }
-    let dimension = index.manifest().model.dimension;
+    let dimension = finished.manifest.model.dimension;
     let mut graph = match HnswGraph::open(dir, catalog, dimension, true)? {
         Some(graph) if graph.params().same_links(&params) => graph,
         _ => HnswGraph::new(dimension, params)?,
     };
     graph.set_expansion_search(params.expansion_search);
     let before = graph.rows();
+    let files = DataFiles::open_committed(dir, &finished.manifest, catalog)?;
+    let (state, progress) = (&mut finished.state, &mut *finished.progress);
     graph.extend(
-        index.matrix(),
+        files.matrix(),
         &mut |done, total| {
             state.graph_rows_done = done;
             state.graph_rows_total = total;

@@ -16,10 +16,9 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use memmap2::Mmap;
-
 use crate::error::io_error;
-use crate::store::{ChunkRecord, Manifest, RECORD_BYTES, VectorEncoding, data_files};
+use crate::folder::IndexFile;
+use crate::store::{DataFiles, Manifest, VectorEncoding, widen};
 use crate::{IndexError, Result};
 
 /// What identifies a chunk's vector: blake3 of the text the model embedded.
@@ -40,8 +39,8 @@ fn is_sound(vector: &[f32]) -> bool {
 enum Found {
     /// In memory (read from the journal).
     Loaded(Box<[f32]>),
-    /// Row `row` of the mapped vectors file `file`.
-    Stored { file: usize, row: usize },
+    /// Row `row` of `generations[files]`.
+    Stored { files: usize, row: usize },
 }
 
 /// Vectors of one model, by [`Key`].
@@ -49,8 +48,8 @@ enum Found {
 pub(crate) struct KnownVectors {
     dimension: usize,
     found: HashMap<Key, Found>,
-    /// Mapped vectors files of a damaged index, with their encoding.
-    files: Vec<(Mmap, VectorEncoding)>,
+    /// The data files of every generation of an index being rebuilt.
+    generations: Vec<DataFiles>,
 }
 
 impl std::fmt::Debug for KnownVectors {
@@ -85,18 +84,13 @@ impl KnownVectors {
     pub(crate) fn get(&self, key: &Key) -> Option<Vec<f32>> {
         match self.found.get(key)? {
             Found::Loaded(vector) => Some(vector.to_vec()),
-            Found::Stored { file, row } => {
-                let (map, encoding) = &self.files[*file];
-                let bytes = encoding.bytes() * self.dimension;
-                let row = map.get(row * bytes..(row + 1) * bytes)?;
-                Some(decode(row, *encoding))
-            }
+            Found::Stored { files, row } => self.generations[*files].vector(*row, self.dimension),
         }
     }
 
     /// Adds the journal's entries that are intact and of this dimension.
     pub(crate) fn add_journal(&mut self, dir: &Path) -> Result<()> {
-        let path = journal_path(dir);
+        let path = IndexFile::Journal.path(dir);
         let bytes = match fs_err::read(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -109,7 +103,7 @@ impl KnownVectors {
             if check != entry_check(key, vector) {
                 continue;
             }
-            let vector = decode(vector, VectorEncoding::F32);
+            let vector = widen(vector, VectorEncoding::F32);
             if is_sound(&vector) {
                 let key: Key = key.try_into().unwrap_or_default();
                 self.found.insert(key, Found::Loaded(vector.into()));
@@ -122,99 +116,39 @@ impl KnownVectors {
     /// written as `manifest` says: a record whose text can be read, a vector that is finite and
     /// of unit length. The catalog is not consulted, so this works when it is lost.
     pub(crate) fn add_rows(&mut self, dir: &Path, manifest: &Manifest) -> Result<()> {
-        for generation in generations(dir)? {
-            let [vectors, records, strings] = data_files(dir, generation);
-            let (Some(vectors), Some(records), Some(strings)) =
-                (map(&vectors)?, map(&records)?, map(&strings)?)
-            else {
-                continue;
-            };
-            let encoding = manifest.vectors;
-            let row_bytes = encoding.bytes() * self.dimension;
-            let rows = (records.len() / RECORD_BYTES).min(vectors.len() / row_bytes);
-            let file = self.files.len();
-            for row in 0..rows {
-                let record = ChunkRecord::decode(&records[row * RECORD_BYTES..][..RECORD_BYTES]);
-                let Some((text, heading)) = record_strings(&strings, &record) else {
+        let mut generations: Vec<u64> = IndexFile::data_files_in(dir)?
+            .into_iter()
+            .filter_map(|file| match file {
+                IndexFile::Vectors(generation) => Some(generation),
+                _ => None,
+            })
+            .collect();
+        generations.sort_unstable();
+        for generation in generations {
+            let files = DataFiles::open_found(dir, generation, manifest.vectors)?;
+            let index = self.generations.len();
+            for row in 0..files.rows(self.dimension) {
+                let Some(record) = files.record(row) else {
                     continue;
                 };
-                let vector = decode(&vectors[row * row_bytes..][..row_bytes], encoding);
-                if !is_sound(&vector) {
+                let Ok((text, heading)) = files.strings_of(&record) else {
+                    continue;
+                };
+                if !files
+                    .vector(row, self.dimension)
+                    .is_some_and(|v| is_sound(&v))
+                {
                     continue;
                 }
                 let embedded =
                     crate::chunk::embedding_text(heading, text, manifest.chunker.prepend_headings);
                 self.found
-                    .insert(key(&embedded), Found::Stored { file, row });
+                    .insert(key(&embedded), Found::Stored { files: index, row });
             }
-            self.files.push((vectors, encoding));
+            self.generations.push(files);
         }
         Ok(())
     }
-}
-
-/// The text and heading path a record points to, if they lie inside `strings` and are UTF-8.
-fn record_strings<'a>(strings: &'a [u8], record: &ChunkRecord) -> Option<(&'a str, &'a str)> {
-    let start = usize::try_from(record.text_offset).ok()?;
-    let text_end = start.checked_add(record.text_len as usize)?;
-    let heading_end = text_end.checked_add(record.heading_len as usize)?;
-    let text = std::str::from_utf8(strings.get(start..text_end)?).ok()?;
-    let heading = std::str::from_utf8(strings.get(text_end..heading_end)?).ok()?;
-    Some((text, heading))
-}
-
-/// The generations that have a vectors file in `dir`, in order.
-fn generations(dir: &Path) -> Result<Vec<u64>> {
-    let mut found: Vec<u64> = fs_err::read_dir(dir)
-        .map_err(io_error(dir))?
-        .flatten()
-        .filter_map(|entry| {
-            let name = entry.file_name();
-            name.to_str()?
-                .strip_prefix("vectors.")?
-                .strip_suffix(".bin")?
-                .parse()
-                .ok()
-        })
-        .collect();
-    found.sort_unstable();
-    Ok(found)
-}
-
-/// `path` mapped into memory; `None` when it is missing or empty.
-fn map(path: &Path) -> Result<Option<Mmap>> {
-    let file = match fs_err::File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io_error(path)(e)),
-    };
-    if file.metadata().map_err(io_error(path))?.len() == 0 {
-        return Ok(None);
-    }
-    // SAFETY: a repair only reads the damaged index's files, and nothing writes to them while
-    // it runs (the writer would refuse the damaged index).
-    #[allow(unsafe_code)]
-    let map = unsafe { Mmap::map(file.file()) }.map_err(io_error(path))?;
-    Ok(Some(map))
-}
-
-/// A stored row as f32.
-fn decode(bytes: &[u8], encoding: VectorEncoding) -> Vec<f32> {
-    match encoding {
-        VectorEncoding::F32 => bytes
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect(),
-        VectorEncoding::F16 => bytes
-            .chunks_exact(2)
-            .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
-            .collect(),
-    }
-}
-
-/// The resume journal of the index folder `dir`.
-pub(crate) fn journal_path(dir: &Path) -> PathBuf {
-    dir.join("resume.journal")
 }
 
 fn entry_bytes(dimension: usize) -> usize {
@@ -240,7 +174,7 @@ impl Journal {
     /// The journal of the index folder `dir`; nothing is written until [`Journal::append`].
     pub(crate) fn new(dir: &Path) -> Self {
         Self {
-            path: journal_path(dir),
+            path: IndexFile::Journal.path(dir),
             file: None,
         }
     }
@@ -311,7 +245,7 @@ mod tests {
             .unwrap();
         journal.append([(&c, &unit(4, 2)[..])]).unwrap();
         // Damage the second entry's vector and tear the third.
-        let path = journal_path(dir.path());
+        let path = IndexFile::Journal.path(dir.path());
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[entry_bytes(4) + 45] ^= 0x40;
         bytes.truncate(bytes.len() - 3);

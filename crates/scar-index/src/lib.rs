@@ -34,6 +34,7 @@
 
 mod chunk;
 mod error;
+mod folder;
 mod hnsw;
 mod indexer;
 mod known;
@@ -49,9 +50,10 @@ mod watch;
 
 pub use chunk::{ChunkUnit, ChunkerConfig};
 pub use error::{IndexError, Result};
+pub use folder::is_index;
 pub use hnsw::{HnswGraph, HnswInfo, HnswParams};
 pub use indexer::{
-    HnswSetting, IndexOptions, IndexProgress, IndexReport, Skipped, index_paths, indexing_model,
+    HnswSetting, IndexOptions, IndexProgress, IndexReport, index_paths, indexing_model,
 };
 pub use load::{
     Attachment, Format, Heading, LoadError, LoadOptions, LoadedDocument, load_bytes, load_document,
@@ -59,9 +61,9 @@ pub use load::{
 pub use salvage::Salvage;
 pub use seam::{seam_kind, seam_text};
 pub use search::exact_top_k;
-pub use skip_list::skipped_files;
+pub use skip_list::{Skipped, skipped_files};
 pub use store::{
-    Catalog, ChunkView, DocumentEntry, Index, Manifest, VectorEncoding, document_name, is_index,
+    Catalog, ChunkView, DocumentEntry, Index, Manifest, VectorEncoding, document_name,
 };
 pub use swap::{InterruptedSwap, finish_interrupted_swap, rebuild_dir, replace_with_rebuild};
 pub use watch::{Burst, FolderWatch};

@@ -14,10 +14,11 @@ use std::sync::atomic::AtomicBool;
 use scar_core::ErrorChain;
 use scar_embed::Embedder;
 
+use crate::folder::{IndexFile, is_index};
 use crate::indexer::index_reusing;
 use crate::known::KnownVectors;
 use crate::store::{
-    FORMAT_VERSION, Index, Manifest, VectorEncoding, is_index, read_any_manifest, read_catalog_of,
+    FORMAT_VERSION, Index, Manifest, VectorEncoding, read_any_manifest, read_catalog_of,
 };
 use crate::{HnswParams, IndexError, IndexOptions, IndexProgress, IndexReport, Result, hnsw};
 
@@ -40,7 +41,7 @@ impl Salvage {
     /// Reads what can be read of the index in `dir`. Fails only when `dir` holds no index at
     /// all, or when a file cannot be read for a reason other than its content.
     pub fn read(dir: &Path) -> Result<Self> {
-        if !is_index(dir) && !dir.join("text").is_dir() {
+        if !is_index(dir) && !IndexFile::Text.path(dir).is_dir() {
             return Err(IndexError::NotAnIndex(dir.to_owned()));
         }
         let mut damage = Vec::new();

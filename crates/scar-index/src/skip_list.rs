@@ -9,10 +9,22 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::io_error;
-use crate::indexer::{IndexReport, Skipped};
+use crate::folder::{IndexFile, write_replacing};
 use crate::{IndexError, Result};
 
-const FILE_NAME: &str = "skipped.json";
+/// A file that was not indexed, and why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Skipped {
+    /// The file. Serialized for display: a name that is not UTF-8 is shown with U+FFFD.
+    #[serde(serialize_with = "lossy_path")]
+    pub path: PathBuf,
+    /// Why, for a person.
+    pub reason: String,
+}
+
+fn lossy_path<S: serde::Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&path.to_string_lossy())
+}
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct SkipList {
@@ -22,7 +34,7 @@ struct SkipList {
 /// The files of the index in `dir` that could not be indexed, each with its reason, sorted by
 /// path; empty when none were, or for an index built before the list was kept.
 pub fn skipped_files(dir: &Path) -> Result<Vec<Skipped>> {
-    let path = dir.join(FILE_NAME);
+    let path = IndexFile::SkipList.path(dir);
     let json = match fs_err::read_to_string(&path) {
         Ok(json) => json,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -37,8 +49,14 @@ pub fn skipped_files(dir: &Path) -> Result<Vec<Skipped>> {
     Ok(list.files)
 }
 
-/// Brings the list in line with a run over `roots` that ended with `report`.
-pub(crate) fn record(dir: &Path, roots: &[PathBuf], report: &IndexReport) -> Result<()> {
+/// Brings the list in line with a run over `roots` that skipped `skipped`, and was `cancelled`
+/// or not.
+pub(crate) fn record(
+    dir: &Path,
+    roots: &[PathBuf],
+    skipped: &[Skipped],
+    cancelled: bool,
+) -> Result<()> {
     // A damaged list is replaced: it is rebuilt from what the runs find.
     let earlier = skipped_files(dir).unwrap_or_default();
     let roots: Vec<PathBuf> = roots
@@ -47,21 +65,18 @@ pub(crate) fn record(dir: &Path, roots: &[PathBuf], report: &IndexReport) -> Res
         .collect();
     let mut files: BTreeMap<PathBuf, Skipped> = earlier
         .into_iter()
-        .filter(|file| report.cancelled || !roots.iter().any(|root| file.path.starts_with(root)))
+        .filter(|file| cancelled || !roots.iter().any(|root| file.path.starts_with(root)))
         .map(|file| (file.path.clone(), file))
         .collect();
-    for file in &report.skipped {
+    for file in skipped {
         files.insert(file.path.clone(), file.clone());
     }
     let list = SkipList {
         files: files.into_values().collect(),
     };
-    let path = dir.join(FILE_NAME);
-    let temporary = path.with_extension("json.tmp");
     let json = serde_json::to_string_pretty(&list)
         .map_err(IndexError::encode("the list of skipped files"))?;
-    fs_err::write(&temporary, json).map_err(io_error(&temporary))?;
-    fs_err::rename(&temporary, &path).map_err(io_error(&path))
+    write_replacing(&IndexFile::SkipList.path(dir), json)
 }
 
 #[cfg(test)]
@@ -72,14 +87,6 @@ mod tests {
         Skipped {
             path: path.to_owned(),
             reason: reason.to_owned(),
-        }
-    }
-
-    fn run_over(skipped: Vec<Skipped>, cancelled: bool) -> IndexReport {
-        IndexReport {
-            skipped,
-            cancelled,
-            ..IndexReport::default()
         }
     }
 
@@ -94,11 +101,8 @@ mod tests {
         let (a_file, b_file) = (a.join("scan.pdf"), b.join("old.doc"));
         assert!(skipped_files(&index).unwrap().is_empty());
 
-        let both = run_over(
-            vec![skipped(&b_file, "binary"), skipped(&a_file, "no text")],
-            false,
-        );
-        record(&index, &[a.clone(), b.clone()], &both).unwrap();
+        let both = [skipped(&b_file, "binary"), skipped(&a_file, "no text")];
+        record(&index, &[a.clone(), b.clone()], &both, false).unwrap();
         let listed = skipped_files(&index).unwrap();
         assert_eq!(
             listed,
@@ -106,13 +110,13 @@ mod tests {
         );
 
         // The scan was read this time; b's file was not looked at.
-        record(&index, std::slice::from_ref(&a), &run_over(vec![], false)).unwrap();
+        record(&index, std::slice::from_ref(&a), &[], false).unwrap();
         assert_eq!(skipped_files(&index).unwrap(), [skipped(&b_file, "binary")]);
 
         // A cancelled run does not know about the files it did not reach.
         let a_other = a.join("sheet.xls");
-        let cancelled = run_over(vec![skipped(&a_other, "corrupt")], true);
-        record(&index, std::slice::from_ref(&b), &cancelled).unwrap();
+        let reached = [skipped(&a_other, "corrupt")];
+        record(&index, std::slice::from_ref(&b), &reached, true).unwrap();
         assert_eq!(
             skipped_files(&index).unwrap(),
             [skipped(&a_other, "corrupt"), skipped(&b_file, "binary")]
@@ -122,12 +126,12 @@ mod tests {
     #[test]
     fn a_damaged_list_is_an_error_naming_it_and_the_next_run_replaces_it() {
         let dir = tempfile::tempdir().unwrap();
-        fs_err::write(dir.path().join(FILE_NAME), "{ not json").unwrap();
+        fs_err::write(IndexFile::SkipList.path(dir.path()), "{ not json").unwrap();
         let error = skipped_files(dir.path()).unwrap_err();
         assert!(error.to_string().contains("skipped.json"), "{error}");
         let file = dir.path().join("x.txt");
-        let report = run_over(vec![skipped(&file, "empty file")], false);
-        record(dir.path(), &[dir.path().to_owned()], &report).unwrap();
+        let skipped_now = [skipped(&file, "empty file")];
+        record(dir.path(), &[dir.path().to_owned()], &skipped_now, false).unwrap();
         assert_eq!(
             skipped_files(dir.path()).unwrap(),
             [skipped(&file, "empty file")]

@@ -6,8 +6,8 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::store::is_index;
 use crate::error::io_error;
+use crate::folder::is_index;
 use crate::{IndexError, Result};
 
 /// The folder beside `dir` that a rebuild of `dir` is written into.
@@ -93,15 +93,16 @@ pub(crate) fn interrupted_swap_error(dir: &Path) -> Option<IndexError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::folder::IndexFile;
 
     /// A folder that [`is_index`] takes for an index, marked with `name`.
     fn fake_index(dir: &Path, name: &str) {
-        std::fs::create_dir_all(dir.join("text")).unwrap();
-        std::fs::write(dir.join("manifest.json"), name).unwrap();
+        std::fs::create_dir_all(IndexFile::Text.path(dir)).unwrap();
+        std::fs::write(IndexFile::Manifest.path(dir), name).unwrap();
     }
 
     fn marker(dir: &Path) -> String {
-        std::fs::read_to_string(dir.join("manifest.json")).unwrap()
+        std::fs::read_to_string(IndexFile::Manifest.path(dir)).unwrap()
     }
 
     #[test]
@@ -165,11 +166,19 @@ mod tests {
             let after = kill.after;
             let opens = interrupted_swap_error(&dir).is_none();
             assert_eq!(opens, kill.index.is_some(), "after {after}");
-            assert_eq!(finish_interrupted_swap(&dir).unwrap(), kill.expected, "after {after}");
+            assert_eq!(
+                finish_interrupted_swap(&dir).unwrap(),
+                kill.expected,
+                "after {after}"
+            );
             let at_path = if kill.replaced { "new" } else { "old" };
             assert_eq!(marker(&dir), at_path, "after {after}");
             assert!(!replaced_dir(&dir).exists(), "after {after}");
-            assert_eq!(finish_interrupted_swap(&dir).unwrap(), None, "after {after}: once");
+            assert_eq!(
+                finish_interrupted_swap(&dir).unwrap(),
+                None,
+                "after {after}: once"
+            );
         }
     }
 

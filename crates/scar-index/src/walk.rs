@@ -66,7 +66,7 @@ impl Discovered {
 
 /// True for the folder `index` (canonical) and for any folder that holds a SCAR index.
 fn is_an_index(dir: &Path, index: &Path) -> bool {
-    crate::store::is_index(dir) || fs::canonicalize(dir).is_ok_and(|d| d == index)
+    crate::folder::is_index(dir) || fs::canonicalize(dir).is_ok_and(|d| d == index)
 }
 
 fn is_hidden(name: &std::ffi::OsStr) -> bool {

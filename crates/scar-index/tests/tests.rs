@@ -10,3 +10,4 @@ mod folders;
 mod hnsw;
 mod incremental;
 mod resume;
+mod tokens;

@@ -18,6 +18,8 @@ mod pdf;
 mod pptx;
 mod rtf;
 mod sheet;
+#[cfg(test)]
+pub(crate) mod test_pdf;
 mod text;
 mod zipped;
 

@@ -248,19 +248,20 @@ fn catch_panic_quietly<T>(f: impl FnOnce() -> T + UnwindSafe) -> Result<T, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::load::test_pdf::{pdf_text_page, pdf_with_pages};
     use crate::load::tests::load;
     use crate::load::{Format, content_hash};
 
     /// A one-page PDF whose page draws `content` with Helvetica, with a correct xref table.
     fn pdf_with_page_content(content: &str) -> Vec<u8> {
-        scar_test_support::pdf_with_pages(&[content])
+        pdf_with_pages(&[content])
     }
 
     #[test]
     fn each_page_starts_where_its_text_does() {
         let words = ["Harbour fees", "Mooring rules", "Crane hire"];
-        let contents = words.map(|w| format!("BT /F1 12 Tf 72 720 Td ({w}) Tj ET"));
-        let pdf = scar_test_support::pdf_with_pages(&contents.each_ref().map(String::as_str));
+        let contents = words.map(|w| pdf_text_page(&[w]));
+        let pdf = pdf_with_pages(&contents.each_ref().map(String::as_str));
         let document = load("rules.pdf", &pdf).unwrap();
         assert_eq!(document.pages.len(), 3, "{document:?}");
         assert_eq!(document.pages[0], 0);

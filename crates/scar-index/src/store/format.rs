@@ -1,5 +1,5 @@
-//! The on-disk format: the manifest, the catalog, the chunk records, the tantivy schema and the
-//! names of the files, and how the manifest and the catalog are read back.
+//! The on-disk format: the manifest, the catalog, the chunk records and the tantivy schema, and
+//! how the manifest is read back.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -10,6 +10,7 @@ use tantivy::schema::{FAST, Field, INDEXED, STORED, Schema, TEXT};
 
 use crate::chunk::ChunkerConfig;
 use crate::error::io_error;
+use crate::folder::IndexFile;
 use crate::{IndexError, Result};
 
 /// Bumped whenever the on-disk layout changes. 2: chunk records hold the kind of the seam after
@@ -361,43 +362,6 @@ impl TextFields {
     }
 }
 
-pub(crate) fn manifest_path(dir: &Path) -> PathBuf {
-    dir.join("manifest.json")
-}
-
-pub(crate) fn text_dir(dir: &Path) -> PathBuf {
-    dir.join("text")
-}
-
-/// True when `dir` looks like a SCAR index: its manifest beside its text folder. A cheap test
-/// of two paths, for telling an index from a folder of documents; [`Index::open`] checks it.
-///
-/// [`Index::open`]: crate::Index::open
-#[must_use]
-pub fn is_index(dir: &Path) -> bool {
-    manifest_path(dir).is_file() && text_dir(dir).is_dir()
-}
-
-/// The three data files of a generation.
-pub(crate) fn data_files(dir: &Path, generation: u64) -> [PathBuf; 3] {
-    ["vectors", "chunks", "strings"].map(|name| dir.join(format!("{name}.{generation}.bin")))
-}
-
-/// Checks that a data file of the index in `dir` holds the `committed` bytes the catalog counts
-/// on: a crash may leave more, never less.
-pub(crate) fn check_committed(dir: &Path, file: &fs_err::File, committed: u64) -> Result<()> {
-    let path = file.path();
-    let actual = file.metadata().map_err(io_error(path))?.len();
-    if actual < committed {
-        return Err(IndexError::damaged(
-            dir,
-            path,
-            format!("{actual} bytes, but {committed} were committed"),
-        ));
-    }
-    Ok(())
-}
-
 pub(crate) fn read_manifest(dir: &Path) -> Result<Manifest> {
     let manifest = read_any_manifest(dir)?;
     if manifest.format_version != FORMAT_VERSION {
@@ -412,7 +376,7 @@ pub(crate) fn read_manifest(dir: &Path) -> Result<Manifest> {
 
 /// The manifest of an index of any format version.
 pub(crate) fn read_any_manifest(dir: &Path) -> Result<Manifest> {
-    let path = manifest_path(dir);
+    let path = IndexFile::Manifest.path(dir);
     if !path.is_file() {
         return Err(IndexError::NotAnIndex(dir.to_owned()));
     }
@@ -427,29 +391,6 @@ pub(crate) fn read_any_manifest(dir: &Path) -> Result<Manifest> {
         ));
     }
     Ok(manifest)
-}
-
-/// The catalog of the index in `dir`, read without checking it against the data files.
-pub(crate) fn read_catalog_of(dir: &Path) -> Result<Catalog> {
-    let text = super::text_dir::open_text(dir, super::text_dir::Access::Read)?;
-    read_catalog(dir, &text)
-}
-
-/// The file that holds the catalog: tantivy's commit metadata.
-pub(crate) fn catalog_path(dir: &Path) -> PathBuf {
-    text_dir(dir).join("meta.json")
-}
-
-pub(crate) fn read_catalog(dir: &Path, tantivy: &tantivy::Index) -> Result<Catalog> {
-    let metas = tantivy.load_metas().map_err(|e| {
-        IndexError::unparsable(dir, &catalog_path(dir), "tantivy cannot read it", e)
-    })?;
-    match metas.payload {
-        None => Ok(Catalog::default()),
-        Some(payload) => serde_json::from_str(&payload).map_err(|e| {
-            IndexError::unparsable(dir, &catalog_path(dir), "unreadable commit payload", e)
-        }),
-    }
 }
 
 #[cfg(test)]
@@ -575,7 +516,7 @@ mod tests {
             ..manifest
         };
         fs_err::write(
-            manifest_path(dir.path()),
+            IndexFile::Manifest.path(dir.path()),
             serde_json::to_string(&old).unwrap(),
         )
         .unwrap();
@@ -591,7 +532,7 @@ mod tests {
         use std::error::Error;
 
         let dir = tempfile::tempdir().unwrap();
-        fs_err::write(manifest_path(dir.path()), "{ not json").unwrap();
+        fs_err::write(IndexFile::Manifest.path(dir.path()), "{ not json").unwrap();
         let error = read_manifest(dir.path()).unwrap_err();
         assert!(matches!(error, IndexError::Damaged { .. }), "{error:?}");
         assert!(error.source().is_some());

@@ -1,12 +1,7 @@
-//! The index folder: its on-disk format, the read side ([`Index`]) and the writer.
-//!
-//! ```text
-//! manifest.json          model, chunker, vector encoding, format version (written once)
-//! text/                  tantivy: BM25 over chunk text, keyed by (document slot, ordinal)
-//! vectors.<gen>.bin      one embedding per row, f32 or f16, rows of a document contiguous
-//! chunks.<gen>.bin       one fixed-size record per row (position, ranges, continuity, ...)
-//! strings.<gen>.bin      chunk texts and heading paths, UTF-8, addressed from the records
-//! ```
+//! The store: its on-disk format, the read side ([`Index`]) and the writer, over the files
+//! that [`crate::folder`] names: the manifest, tantivy's folder (BM25 over chunk text, keyed by
+//! document slot and ordinal) and three data files per generation (vectors, chunk records,
+//! strings), which `data.rs` reads row by row.
 //!
 //! The three data files are append-only. The single commit point is a tantivy commit whose
 //! payload is the [`Catalog`]: which documents exist, which rows they own, and how long each
@@ -14,16 +9,15 @@
 //! next writer truncates; a crash after it loses nothing. Rows owned by no document (from
 //! replaced or deleted files) are compacted into a new generation of files by the writer.
 
+mod data;
 mod format;
 mod reader;
 mod text_dir;
 mod writer;
 
-pub use format::{Catalog, DocumentEntry, Manifest, VectorEncoding, document_name, is_index};
-pub(crate) use format::{
-    ChunkRecord, FORMAT_VERSION, RECORD_BYTES, TextFields, data_files, file_stamp,
-    read_any_manifest, read_catalog_of,
-};
+pub(crate) use data::{DataFiles, widen};
+pub use format::{Catalog, DocumentEntry, Manifest, VectorEncoding, document_name};
+pub(crate) use format::{FORMAT_VERSION, TextFields, file_stamp, read_any_manifest};
 pub use reader::{ChunkView, Index};
-pub(crate) use text_dir::read_error;
+pub(crate) use text_dir::{read_catalog_of, read_error};
 pub(crate) use writer::{NewDocument, Writer};

@@ -3,43 +3,16 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use memmap2::Mmap;
+use rayon::prelude::*;
 use scar_core::{ChunkId, Position, SeamKind, Side, cosine};
 
-use rayon::prelude::*;
-
-use super::format::{
-    Catalog, ChunkRecord, DocumentEntry, Manifest, RECORD_BYTES, VectorEncoding, catalog_path,
-    check_committed, data_files, read_catalog, read_manifest,
-};
-use super::text_dir::{Access, check_text, open_text};
-use crate::error::io_error;
+use super::data::{DataFiles, StringsProblem};
+use super::format::{Catalog, DocumentEntry, Manifest, read_manifest};
+use super::text_dir::{Access, check_text, open_text, read_catalog};
+use crate::folder::IndexFile;
 use crate::hnsw::{HnswGraph, HnswInfo};
 use crate::search::TextIndex;
 use crate::{IndexError, Result};
-
-fn map_file(dir: &Path, path: &Path, committed: u64) -> Result<Option<Mmap>> {
-    // Nothing committed: a new index's writer has not created the file yet.
-    if committed == 0 {
-        return Ok(None);
-    }
-    let file = fs_err::File::open(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => IndexError::damaged(dir, path, "it is missing"),
-        _ => io_error(path)(e),
-    })?;
-    check_committed(dir, &file, committed)?;
-    // SAFETY: the data files are append-only; committed bytes are never rewritten in place
-    // (compaction writes a new generation), so the mapped prefix stays valid while mapped.
-    #[allow(unsafe_code)]
-    let map = unsafe { Mmap::map(file.file()) }.map_err(io_error(path))?;
-    Ok(Some(map))
-}
-
-/// Embedding rows, mapped (f32, with the committed byte length) or widened into memory (f16).
-enum Vectors {
-    Mapped(Option<Mmap>, usize),
-    Widened(Vec<f32>),
-}
 
 /// A chunk as a reader sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -75,37 +48,12 @@ pub(crate) struct Damage {
     pub reason: String,
 }
 
-/// Why a record's strings cannot be read.
-enum StringsProblem {
-    OutOfRange,
-    NotUtf8,
-}
-
-/// Maps the committed vectors: as they are (f32) or widened into memory (f16).
-fn map_vectors(dir: &Path, path: &Path, manifest: &Manifest, committed: u64) -> Result<Vectors> {
-    let map = map_file(dir, path, committed)?;
-    let committed = committed as usize;
-    Ok(match manifest.vectors {
-        // Only the committed prefix: a crashed writer may have left a torn row after it.
-        VectorEncoding::F32 => Vectors::Mapped(map, committed),
-        VectorEncoding::F16 => {
-            let bytes = map.as_deref().map_or(&[][..], |m| &m[..committed]);
-            let halves: &[half::f16] = bytemuck::try_cast_slice(bytes).map_err(|e| {
-                IndexError::damaged(dir, path, format!("cannot be read as f16: {e}"))
-            })?;
-            Vectors::Widened(halves.iter().map(|h| h.to_f32()).collect())
-        }
-    })
-}
-
 /// An open index, for reading.
 pub struct Index {
     dir: PathBuf,
     manifest: Manifest,
     catalog: Catalog,
-    vectors: Vectors,
-    records: Option<Mmap>,
-    strings: Option<Mmap>,
+    files: DataFiles,
     /// For each row, the index of its document in `catalog.documents` (`u32::MAX`: dead row).
     row_documents: Vec<u32>,
     /// The chunk texts, for BM25.
@@ -120,7 +68,7 @@ pub struct Index {
 type CommitStamp = (u64, Option<std::time::SystemTime>);
 
 fn commit_stamp(dir: &Path) -> Option<CommitStamp> {
-    let metadata = fs_err::metadata(catalog_path(dir)).ok()?;
+    let metadata = fs_err::metadata(IndexFile::Catalog.path(dir)).ok()?;
     Some((metadata.len(), metadata.modified().ok()))
 }
 
@@ -153,7 +101,7 @@ impl Index {
         let mut attempt = 1;
         // The commit's bytes, not its file's length and time: two commits can land within one
         // tick of the file-system clock with metadata of the same length.
-        let commit = || fs_err::read(catalog_path(dir)).ok();
+        let commit = || fs_err::read(IndexFile::Catalog.path(dir)).ok();
         loop {
             let before = commit();
             match Self::open_once(dir) {
@@ -178,21 +126,11 @@ impl Index {
             let path = catalog.documents[i].path.display();
             return Err(IndexError::damaged(
                 &dir,
-                &catalog_path(&dir),
+                &IndexFile::Catalog.path(&dir),
                 format!("{path}: {problem}"),
             ));
         }
-        let lengths = catalog.committed_lengths(&manifest).ok_or_else(|| {
-            IndexError::damaged(
-                &dir,
-                &catalog_path(&dir),
-                format!("{} rows cannot be addressed", catalog.rows),
-            )
-        })?;
-        let paths = data_files(&dir, catalog.generation);
-        let vectors = map_vectors(&dir, &paths[0], &manifest, lengths[0])?;
-        let records = map_file(&dir, &paths[1], lengths[1])?;
-        let strings = map_file(&dir, &paths[2], lengths[2])?;
+        let files = DataFiles::open_committed(&dir, &manifest, &catalog)?;
         let mut row_documents = vec![u32::MAX; catalog.rows as usize];
         for (i, document) in catalog.documents.iter().enumerate() {
             for row in document.rows() {
@@ -206,9 +144,7 @@ impl Index {
             dir,
             manifest,
             catalog,
-            vectors,
-            records,
-            strings,
+            files,
             row_documents,
             text,
             hnsw,
@@ -227,7 +163,7 @@ impl Index {
         if live != index.len() as u64 {
             return Err(IndexError::damaged(
                 &index.dir,
-                &catalog_path(&index.dir),
+                &IndexFile::Catalog.path(&index.dir),
                 format!(
                     "the text index holds {live} chunks, the catalog {}",
                     index.len()
@@ -241,7 +177,7 @@ impl Index {
     /// that is missing, belongs elsewhere or points past the strings, text that is not UTF-8, a
     /// vector that is missing. Values (vectors, continuity) are [`Index::verify`]'s to check.
     pub(crate) fn document_damage(&self, document: &DocumentEntry) -> Option<Damage> {
-        let [vectors, records, strings] = data_files(&self.dir, self.catalog.generation);
+        let [vectors, records, strings] = self.data_files();
         let damage = |file: &PathBuf, row: u32, reason: String| {
             Some(Damage {
                 file: file.clone(),
@@ -250,7 +186,7 @@ impl Index {
         };
         let dimension = self.manifest.model.dimension;
         for (ordinal, row) in (0u32..).zip(document.rows()) {
-            let Some(record) = self.record(ChunkId(row)) else {
+            let Some(record) = self.files.record(row as usize) else {
                 return damage(&records, row, "its record is missing".into());
             };
             if (record.slot, record.ordinal) != (document.slot, ordinal) {
@@ -266,7 +202,7 @@ impl Index {
             if record.bytes.0 > record.bytes.1 || record.chars.0 > record.chars.1 {
                 return damage(&records, row, "its ranges run backwards".into());
             }
-            match self.strings_of(&record) {
+            match self.files.strings_of(&record) {
                 Err(StringsProblem::OutOfRange) => {
                     return damage(&records, row, "its text lies past the strings".into());
                 }
@@ -323,7 +259,7 @@ impl Index {
     /// The data files it reads: the vectors, the chunk records and the strings.
     #[must_use]
     pub fn data_files(&self) -> [PathBuf; 3] {
-        data_files(&self.dir, self.catalog.generation)
+        IndexFile::data_paths(&self.dir, self.catalog.generation)
     }
 
     /// What the index was built with.
@@ -368,33 +304,6 @@ impl Index {
             .flat_map(|d| d.rows().map(ChunkId))
     }
 
-    fn record(&self, id: ChunkId) -> Option<ChunkRecord> {
-        let start = id.index().checked_mul(RECORD_BYTES)?;
-        let records = self.records.as_deref().unwrap_or_default();
-        records
-            .get(start..start.checked_add(RECORD_BYTES)?)
-            .map(ChunkRecord::decode)
-    }
-
-    /// A record's text and heading path, from the committed strings.
-    fn strings_of(&self, record: &ChunkRecord) -> Result<(&str, &str), StringsProblem> {
-        let strings = self.strings.as_deref().unwrap_or_default();
-        let committed = strings.len().min(self.catalog.string_bytes as usize);
-        let start = usize::try_from(record.text_offset).map_err(|_| StringsProblem::OutOfRange)?;
-        let text_end = start.checked_add(record.text_len as usize);
-        let heading_end = text_end.and_then(|end| end.checked_add(record.heading_len as usize));
-        let (Some(text_end), Some(heading_end)) = (text_end, heading_end) else {
-            return Err(StringsProblem::OutOfRange);
-        };
-        if heading_end > committed {
-            return Err(StringsProblem::OutOfRange);
-        }
-        let utf8 = |range: Range<usize>| {
-            std::str::from_utf8(&strings[range]).map_err(|_| StringsProblem::NotUtf8)
-        };
-        Ok((utf8(start..text_end)?, utf8(text_end..heading_end)?))
-    }
-
     fn document_of(&self, id: ChunkId) -> Option<&DocumentEntry> {
         let slot = *self.row_documents.get(id.index())?;
         self.catalog.documents.get(slot as usize)
@@ -410,9 +319,9 @@ impl Index {
     #[must_use]
     pub fn chunk(&self, id: ChunkId) -> Option<ChunkView<'_>> {
         let document = self.document_of(id)?;
-        let record = self.record(id)?;
+        let record = self.files.record(id.index())?;
         // Checked when the index was opened.
-        let (text, heading_path) = self.strings_of(&record).ok()?;
+        let (text, heading_path) = self.files.strings_of(&record).ok()?;
         Some(ChunkView {
             id,
             document,
@@ -439,20 +348,14 @@ impl Index {
 
     /// Every stored row, dead ones included, laid end to end.
     pub(crate) fn matrix(&self) -> &[f32] {
-        match &self.vectors {
-            Vectors::Mapped(map, committed) => map
-                .as_deref()
-                .and_then(|m| bytemuck::try_cast_slice(m.get(..*committed)?).ok())
-                .unwrap_or_default(),
-            Vectors::Widened(rows) => rows,
-        }
+        self.files.matrix()
     }
 
     /// The chunk's (document, ordinal); for an id this index does not hold, a position in no
     /// document (`u32::MAX`).
     #[must_use]
     pub fn position(&self, id: ChunkId) -> Position {
-        self.record(id).map_or(
+        self.files.record(id.index()).map_or(
             Position {
                 document: u32::MAX,
                 ordinal: u32::MAX,
@@ -479,7 +382,9 @@ impl Index {
     #[must_use]
     pub fn continuity_next(&self, id: ChunkId) -> Option<f32> {
         self.neighbour(id, Side::Next)?;
-        self.record(id).map(|record| record.continuity_next)
+        self.files
+            .record(id.index())
+            .map(|record| record.continuity_next)
     }
 
     /// Where the cut between the chunk and its neighbour on `side` fell, as the chunker saw it;
@@ -491,7 +396,7 @@ impl Index {
             Side::Next => id,
         };
         self.neighbour(left, Side::Next)?;
-        self.record(left)?.seam_next
+        self.files.record(left.index())?.seam_next
     }
 
     /// The live rows of the documents in `slots`, in row order.

@@ -1,5 +1,6 @@
 //! tantivy's folder as SCAR opens it: files it writes follow the umask like every other file of
-//! the index, and a reader takes no lock, so a shared or read-only index can be searched.
+//! the index, and a reader takes no lock, so a shared or read-only index can be searched. Its
+//! commit's payload is the catalog, read here.
 //!
 //! tantivy's own folder writes `meta.json` and `.managed.json` through temporary files created
 //! 0600 (only their owner may read them), and its reader takes a file lock, which needs write
@@ -14,8 +15,9 @@ use tantivy::directory::{
     Directory, DirectoryLock, FileHandle, Lock, MmapDirectory, WatchCallback, WatchHandle, WritePtr,
 };
 
-use super::format::{TextFields, text_dir};
+use super::format::{Catalog, TextFields};
 use crate::error::io_error;
+use crate::folder::{IndexFile, temporary_path};
 use crate::{IndexError, Result};
 
 /// What the process does with the text index.
@@ -30,8 +32,8 @@ pub(crate) enum Access {
 /// The text index of the index folder `dir`. Its JSON files are parsed first, so that a
 /// damaged one is named.
 pub(crate) fn open_text(dir: &Path, access: Access) -> Result<tantivy::Index> {
-    for (name, required) in [("meta.json", true), (".managed.json", false)] {
-        let path = text_dir(dir).join(name);
+    for (file, required) in [(IndexFile::Catalog, true), (IndexFile::TextFileList, false)] {
+        let path = file.path(dir);
         match fs_err::read(&path) {
             Ok(bytes) => {
                 serde_json::from_slice::<serde::de::IgnoredAny>(&bytes)
@@ -56,7 +58,7 @@ pub(crate) fn check_text(dir: &Path, index: &tantivy::Index) -> Result<()> {
     if index.schema() != schema {
         return Err(IndexError::damaged(
             dir,
-            &super::format::catalog_path(dir),
+            &IndexFile::Catalog.path(dir),
             "its schema is not the one SCAR writes",
         ));
     }
@@ -71,7 +73,7 @@ pub(crate) fn check_text(dir: &Path, index: &tantivy::Index) -> Result<()> {
         .filter(|meta| meta.delete_opstamp().is_some())
         .map(|meta| meta.relative_path(tantivy::index::SegmentComponent::Delete))
         .collect();
-    let folder = text_dir(dir);
+    let folder = IndexFile::Text.path(dir);
     for entry in fs_err::read_dir(&folder).map_err(io_error(&folder))? {
         let entry = entry.map_err(io_error(&folder))?;
         let name = entry.file_name();
@@ -101,12 +103,31 @@ pub(crate) fn check_text(dir: &Path, index: &tantivy::Index) -> Result<()> {
     Ok(())
 }
 
+/// The catalog of the index in `dir`, read without checking it against the data files.
+pub(crate) fn read_catalog_of(dir: &Path) -> Result<Catalog> {
+    let text = open_text(dir, Access::Read)?;
+    read_catalog(dir, &text)
+}
+
+/// The catalog that the last commit of the text index `tantivy` carries.
+pub(crate) fn read_catalog(dir: &Path, tantivy: &tantivy::Index) -> Result<Catalog> {
+    let path = IndexFile::Catalog.path(dir);
+    let metas = tantivy
+        .load_metas()
+        .map_err(|e| IndexError::unparsable(dir, &path, "tantivy cannot read it", e))?;
+    match metas.payload {
+        None => Ok(Catalog::default()),
+        Some(payload) => serde_json::from_str(&payload)
+            .map_err(|e| IndexError::unparsable(dir, &path, "unreadable commit payload", e)),
+    }
+}
+
 /// A tantivy error met while reading: damaged data is reported as a damaged file of the index.
 pub(crate) fn read_error(dir: &Path, error: tantivy::TantivyError) -> IndexError {
     use tantivy::TantivyError as E;
     use tantivy::directory::error::OpenDirectoryError;
 
-    let folder = text_dir(dir);
+    let folder = IndexFile::Text.path(dir);
     match error {
         E::OpenReadError(OpenReadError::FileDoesNotExist(path)) => {
             IndexError::damaged(dir, &folder.join(path), "it is missing")
@@ -158,7 +179,7 @@ struct TextFolder {
 
 impl TextFolder {
     fn open(dir: &Path, access: Access) -> Result<Self> {
-        let path = text_dir(dir);
+        let path = IndexFile::Text.path(dir);
         let inner = MmapDirectory::open(&path)
             .map_err(|e| read_error(dir, tantivy::TantivyError::from(e)))?;
         Ok(Self {
@@ -194,9 +215,7 @@ impl Directory for TextFolder {
     /// with the process's umask.
     fn atomic_write(&self, path: &Path, data: &[u8]) -> io::Result<()> {
         let target = self.path.join(path);
-        let mut name = target.file_name().unwrap_or_default().to_os_string();
-        name.push(".tmp");
-        let temporary = target.with_file_name(name);
+        let temporary = temporary_path(&target);
         let mut file = std::fs::File::create(&temporary)?;
         file.write_all(data)?;
         file.sync_data()?;

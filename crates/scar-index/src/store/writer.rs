@@ -7,14 +7,16 @@ use std::path::{Path, PathBuf};
 use scar_core::cosine;
 use tantivy::{TantivyDocument, Term, doc};
 
+use super::data::{check_committed, committed_lengths};
 use super::format::{
     Catalog, ChunkRecord, DocumentEntry, Manifest, RECORD_BYTES, TextFields, VectorEncoding,
-    check_committed, data_files, manifest_path, read_catalog, read_manifest, text_dir,
+    read_manifest,
 };
 use super::reader::Index;
-use super::text_dir::{Access, create_text, open_text};
+use super::text_dir::{Access, create_text, open_text, read_catalog};
 use crate::chunk::ChunkSpan;
 use crate::error::io_error;
+use crate::folder::{IndexFile, write_replacing};
 use crate::{IndexError, Result};
 
 /// A new version of a file, cut into chunks and embedded: what [`Writer::append`] stores.
@@ -55,7 +57,7 @@ impl Writer {
     /// Opens the index in `dir` for writing, creating it with `manifest` if there is none. An
     /// existing index keeps its own manifest, but must hold vectors of `manifest`'s model.
     pub(crate) fn open(dir: &Path, manifest: Manifest) -> Result<Self> {
-        let manifest = if manifest_path(dir).is_file() {
+        let manifest = if IndexFile::Manifest.path(dir).is_file() {
             let existing = read_manifest(dir)?;
             if existing.model.id != manifest.model.id
                 || existing.model.dimension != manifest.model.dimension
@@ -215,7 +217,7 @@ impl Writer {
         if self.catalog.dead_rows() == 0 {
             return Ok(());
         }
-        let old = data_files(&self.dir, self.catalog.generation);
+        let old = IndexFile::data_paths(&self.dir, self.catalog.generation);
         let read = |path: &PathBuf| fs_err::read(path).map_err(io_error(path));
         let (vectors, records, strings) = (read(&old[0])?, read(&old[1])?, read(&old[2])?);
         let row_bytes = self.manifest.row_bytes();
@@ -253,7 +255,7 @@ impl Writer {
         }
         next.rows = row;
         next.string_bytes = new_strings.len() as u64;
-        let new = data_files(&self.dir, next.generation);
+        let new = IndexFile::data_paths(&self.dir, next.generation);
         for (path, bytes) in new.iter().zip([&new_vectors, &new_records, &new_strings]) {
             let mut file = fs_err::File::create(path).map_err(io_error(path))?;
             file.write_all(bytes).map_err(io_error(path))?;
@@ -266,13 +268,14 @@ impl Writer {
     }
 
     /// Commits, compacts the dead rows that leaves (if any), and waits for the text index's
-    /// merges to end.
-    pub(crate) fn finish(mut self) -> Result<()> {
+    /// merges to end. Gives back the manifest and the catalog it committed.
+    pub(crate) fn finish(mut self) -> Result<(Manifest, Catalog)> {
         self.commit()?;
         self.compact()?;
         self.text
             .wait_merging_threads()
-            .map_err(|e| IndexError::text(&self.dir, e))
+            .map_err(|e| IndexError::text(&self.dir, e))?;
+        Ok((self.manifest, self.catalog))
     }
 }
 
@@ -294,35 +297,30 @@ fn part<'a>(
 /// Creates a new index folder; the manifest is written last, so a folder without one is never
 /// mistaken for an index.
 fn create(dir: &Path, manifest: Manifest) -> Result<Manifest> {
-    let text = text_dir(dir);
+    let text = IndexFile::Text.path(dir);
     if text.exists() {
         // Left by a crash during an earlier creation.
         fs_err::remove_dir_all(&text).map_err(io_error(&text))?;
     }
     fs_err::create_dir_all(&text).map_err(io_error(&text))?;
     // Vectors left by a run into an index that is gone would be of an unknown model.
-    let journal = crate::known::journal_path(dir);
+    let journal = IndexFile::Journal.path(dir);
     if journal.exists() {
         fs_err::remove_file(&journal).map_err(io_error(&journal))?;
     }
     create_text(dir)?;
-    let path = manifest_path(dir);
-    let temporary = path.with_extension("json.tmp");
     let json =
         serde_json::to_string_pretty(&manifest).map_err(IndexError::encode("the manifest"))?;
-    fs_err::write(&temporary, json).map_err(io_error(&temporary))?;
-    fs_err::rename(&temporary, &path).map_err(io_error(&path))?;
+    write_replacing(&IndexFile::Manifest.path(dir), json)?;
     Ok(manifest)
 }
 
 /// Deletes data files of every generation but the committed one: the old generation once a
 /// compaction is committed, or a new one whose compaction a crash interrupted.
 fn remove_stale_generations(dir: &Path, committed: u64) -> Result<()> {
-    let current = data_files(dir, committed);
-    for entry in fs_err::read_dir(dir).map_err(io_error(dir))?.flatten() {
-        let path = entry.path();
-        let is_data = path.extension().is_some_and(|e| e == "bin");
-        if is_data && !current.contains(&path) {
+    for file in IndexFile::data_files_in(dir)? {
+        if file.generation() != Some(committed) {
+            let path = file.path(dir);
             fs_err::remove_file(&path).map_err(io_error(&path))?;
         }
     }
@@ -336,14 +334,8 @@ fn open_data_files(
     manifest: &Manifest,
     catalog: &Catalog,
 ) -> Result<[fs_err::File; 3]> {
-    let current = data_files(dir, catalog.generation);
-    let lengths = catalog.committed_lengths(manifest).ok_or_else(|| {
-        IndexError::damaged(
-            dir,
-            &super::format::catalog_path(dir),
-            format!("{} rows cannot be addressed", catalog.rows),
-        )
-    })?;
+    let current = IndexFile::data_paths(dir, catalog.generation);
+    let lengths = committed_lengths(dir, manifest, catalog)?;
     let open = |path: &PathBuf, length: u64| -> Result<fs_err::File> {
         let file = fs_err::OpenOptions::new()
             .create(true)
