@@ -519,6 +519,8 @@ mod x86 {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write as _;
+
     use candle_core::{Device, Tensor};
 
     use super::{Bf16Weights, Kernel, available, tiles_available, to_bf16};
@@ -549,15 +551,26 @@ mod tests {
     /// panels, blocks, tiles and pairs, through every kernel this CPU runs.
     #[test]
     fn product_matches_the_rounded_values() -> candle_core::Result<()> {
+        // Straight to stderr: the test harness hides what a passing test prints with eprintln!
+        // unless run with --nocapture, and a skip should be seen.
+        let mut stderr = std::io::stderr();
         if !available() {
-            eprintln!("skipped: this CPU has no AVX-512 BF16");
+            let _ = writeln!(
+                stderr,
+                "bf16::tests::product_matches_the_rounded_values skipped: this CPU has no \
+                 AVX-512 BF16"
+            );
             return Ok(());
         }
         let mut kernels = vec![Kernel::Vectors];
         if tiles_available() {
             kernels.push(Kernel::Tiles);
         } else {
-            eprintln!("AMX tiles not checked: this CPU or system has none");
+            let _ = writeln!(
+                stderr,
+                "bf16::tests::product_matches_the_rounded_values did not check AMX tiles: this \
+                 CPU or system has none"
+            );
         }
         for (kernel, (rows, inputs, outputs)) in kernels.into_iter().flat_map(|kernel| {
             [

@@ -482,6 +482,8 @@ mod x86 {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write as _;
+
     use candle_core::{Device, Tensor};
 
     use super::{BLOCK, Int8Weights, Kernel, quantise};
@@ -543,9 +545,23 @@ mod tests {
     #[test]
     fn product_matches_the_quantised_values() -> candle_core::Result<()> {
         let kernels = kernels();
+        // Straight to stderr: the test harness hides what a passing test prints with eprintln!
+        // unless run with --nocapture, and a skip should be seen.
+        let mut stderr = std::io::stderr();
         if kernels.is_empty() {
-            eprintln!("skipped: this CPU has no VNNI byte products");
+            let _ = writeln!(
+                stderr,
+                "int8::tests::product_matches_the_quantised_values skipped: this CPU has neither \
+                 AVX-512 VNNI nor AVX-VNNI"
+            );
             return Ok(());
+        }
+        if let [only] = kernels[..] {
+            let _ = writeln!(
+                stderr,
+                "int8::tests::product_matches_the_quantised_values checked the {only:?} kernel \
+                 only: this CPU has one of AVX-512 VNNI and AVX-VNNI"
+            );
         }
         for kernel in kernels {
             for (rows, inputs, outputs) in [

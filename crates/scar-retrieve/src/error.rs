@@ -24,6 +24,19 @@ pub enum RetrieveError {
         /// The loaded model.
         model: String,
     },
+    /// A reranker gave other than one score, a number, per candidate.
+    #[error(
+        "the reranker gave {scores} scores ({not_numbers} not a number) for {candidates} \
+         candidates; a reranker must give each candidate one score that is a number"
+    )]
+    RerankScores {
+        /// Candidates given to the reranker.
+        candidates: usize,
+        /// Scores it gave.
+        scores: usize,
+        /// How many of them were not a number.
+        not_numbers: usize,
+    },
     /// Index error.
     #[error(transparent)]
     Index(#[from] scar_index::IndexError),

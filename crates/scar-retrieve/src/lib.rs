@@ -1,5 +1,6 @@
 //! The retrieval pipeline shared by the command line and the desktop app:
-//! query → embedding → first-stage candidates → top-k seeds → policy → context and ledger.
+//! query → embedding → first-stage candidates (→ a [`Rerank`], when given one) → top-k seeds →
+//! policy → context and ledger.
 //!
 //! [`Retriever::prepare`] does the expensive part once per question (embedding and first
 //! stage); [`Retriever::expand`] runs a policy over the prepared seeds in microseconds, so a
@@ -24,6 +25,7 @@
 mod comparison;
 mod error;
 mod report;
+mod rerank;
 mod store;
 
 use std::collections::HashMap;
@@ -42,6 +44,7 @@ use serde::{Deserialize, Serialize};
 pub use comparison::{BASELINE, Comparison, ContextSize, baseline_options};
 pub use error::{Result, RetrieveError};
 pub use report::{ChunkPlace, ContextChunk, SCHEMA_VERSION, SearchReport, Timings};
+pub use rerank::{Candidate, Rerank};
 pub use store::{ChunkStore, StoredChunk};
 
 /// Seeds per question unless asked otherwise.
@@ -108,17 +111,20 @@ pub struct Prepared {
     pub rankings: Rankings,
     /// Time spent embedding the question.
     pub embed_time: Duration,
-    /// Time spent in the first stage.
+    /// Time spent in the first stage, the reranker's included.
     pub first_stage_time: Duration,
 }
 
 /// An embedding model and a store of chunks embedded with it: the folder [`Index`] unless
-/// another [`ChunkStore`] is named.
+/// another [`ChunkStore`] is named; and a [`Rerank`] of the first stage's candidates, when one
+/// is given.
 #[derive(Debug)]
 pub struct Retriever<S = Index> {
     /// Shared, so that an index opened again after a commit keeps the loaded model.
     embedder: Arc<Embedder>,
     store: S,
+    /// Shared, like the model, so that a reopened index keeps it.
+    reranker: Option<Arc<dyn Rerank>>,
 }
 
 impl Retriever {
@@ -155,10 +161,15 @@ impl Retriever {
         Self::with_store(embedder, index)
     }
 
-    /// The same model over the index as its folder holds it now: after a commit, what the
-    /// commit added.
+    /// The same model and reranker over the index as its folder holds it now: after a commit,
+    /// what the commit added.
     pub fn reopen(&self) -> Result<Self> {
-        Self::with_shared(Arc::clone(&self.embedder), Index::open(self.store.dir())?)
+        let reopened =
+            Self::with_shared(Arc::clone(&self.embedder), Index::open(self.store.dir())?)?;
+        Ok(Self {
+            reranker: self.reranker.clone(),
+            ..reopened
+        })
     }
 
     /// The index.
@@ -177,7 +188,21 @@ impl<S: ChunkStore> Retriever<S> {
             let (index_model, model) = built.names_against(loaded);
             return Err(RetrieveError::ModelMismatch { index_model, model });
         }
-        Ok(Self { embedder, store })
+        Ok(Self {
+            embedder,
+            store,
+            reranker: None,
+        })
+    }
+
+    /// The same retriever, taking its seeds from `reranker`'s order of the first stage's
+    /// candidates.
+    #[must_use]
+    pub fn with_reranker(self, reranker: Arc<dyn Rerank>) -> Self {
+        Self {
+            reranker: Some(reranker),
+            ..self
+        }
     }
 
     /// The store searched.
@@ -245,18 +270,24 @@ impl<S: ChunkStore> Retriever<S> {
         let depth = k.saturating_mul(RANKING_DEPTH_PER_SEED).min(scope);
         let dense = self.store.dense_ranking(&embedding, depth, among)?;
         let lexical = self.store.lexical_ranking(query, depth, among)?;
-        let hits = match first_stage {
-            FirstStage::Dense => dense.iter().take(k).copied().collect(),
-            FirstStage::Bm25 => lexical.iter().take(k).copied().collect(),
-            FirstStage::Hybrid => {
-                // Seeds fuse the lists to the first stage's own depth, as they always have.
-                let fusion = k.saturating_mul(4).max(50);
-                let cut = |list: &[(ChunkId, f32)]| list[..list.len().min(fusion)].to_vec();
-                let mut fused = reciprocal_rank_fusion(&[cut(&dense), cut(&lexical)]);
-                fused.truncate(k);
-                fused
-            }
+        // The seeds, and a reranker, see the lists to the first stage's own depth, not the
+        // rankings' deeper one.
+        let count = candidate_count(k);
+        let cut = |list: &[(ChunkId, f32)]| list[..list.len().min(count)].to_vec();
+        let mut best = match first_stage {
+            FirstStage::Dense => cut(&dense),
+            FirstStage::Bm25 => cut(&lexical),
+            FirstStage::Hybrid => reciprocal_rank_fusion(&[cut(&dense), cut(&lexical)]),
         };
+        best.truncate(count);
+        let mut candidates: Vec<Candidate> = best
+            .into_iter()
+            .map(|(id, score)| Candidate { id, score })
+            .collect();
+        if let Some(reranker) = &self.reranker {
+            let scores = reranker.score(query, &candidates, &self.store)?;
+            candidates = rerank::reorder(candidates, scores)?;
+        }
         let rankings = Rankings::new(
             dense.iter().map(|(id, _)| *id),
             lexical.iter().map(|(id, _)| *id),
@@ -264,9 +295,10 @@ impl<S: ChunkStore> Retriever<S> {
             scope,
         );
         let first_stage_time = started.elapsed();
-        let seeds = hits
+        let seeds = candidates
             .into_iter()
-            .map(|(id, score)| Seed { id, score })
+            .take(k)
+            .map(|Candidate { id, score }| Seed { id, score })
             .collect();
         Ok(Prepared {
             query: query.to_owned(),
@@ -327,6 +359,11 @@ impl<S: ChunkStore> Retriever<S> {
         let prepared = self.prepare(query, first_stage, k)?;
         self.expand(&prepared, options)
     }
+}
+
+/// How many first-stage candidates the `k` seeds are chosen from, and a reranker re-scores.
+fn candidate_count(k: usize) -> usize {
+    k.saturating_mul(4).max(50)
 }
 
 /// Fuses ranked lists: each item scores Σ 1 / (60 + rank) over the lists it appears in (the

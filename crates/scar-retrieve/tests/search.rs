@@ -1,14 +1,18 @@
 //! Searches of the example index: each report carries static ±1's context size from the same
 //! seeds, in the numbers of static ±1's own report, and the place of every chunk its ledger
-//! names, in the words its context chunks use.
+//! names, in the words its context chunks use; a reranker chooses the seeds from the first
+//! stage's candidates.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::HashSet;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
+use scar_core::ChunkId;
 use scar_index::Index;
-use scar_policy::{Options, Policy};
-use scar_retrieve::{BASELINE, ContextSize, FirstStage, Prepared, Retriever};
+use scar_policy::{Options, Policy, Seed};
+use scar_retrieve::{
+    BASELINE, Candidate, ChunkStore, ContextSize, FirstStage, Prepared, Rerank, Result, Retriever,
+};
 use scar_test_support::{example_index, minilm};
 
 const KAYAK: &str = "What does it cost to take my kayak on the ferry?";
@@ -103,4 +107,121 @@ fn every_chunk_the_ledger_names_has_its_place() {
         let place = report.place(chunk.id).unwrap();
         assert_eq!((place.name(), place.place()), (chunk.name(), chunk.place()));
     }
+}
+
+/// Keeps the first stage's scores, and the candidates it was last given.
+#[derive(Debug, Default)]
+struct Agree {
+    given: Mutex<Vec<Candidate>>,
+}
+
+impl Rerank for Agree {
+    fn score(&self, _: &str, candidates: &[Candidate], _: &dyn ChunkStore) -> Result<Vec<f32>> {
+        candidates.clone_into(&mut self.given.lock().unwrap());
+        Ok(candidates.iter().map(|candidate| candidate.score).collect())
+    }
+}
+
+/// Ranks the candidates backwards.
+#[derive(Debug)]
+struct Reverse;
+
+impl Rerank for Reverse {
+    fn score(&self, _: &str, candidates: &[Candidate], _: &dyn ChunkStore) -> Result<Vec<f32>> {
+        Ok((0..candidates.len()).map(|rank| rank as f32).collect())
+    }
+}
+
+/// Puts the candidates whose text contains `phrase` first.
+#[derive(Debug)]
+struct Promote {
+    phrase: String,
+}
+
+impl Rerank for Promote {
+    fn score(&self, _: &str, candidates: &[Candidate], store: &dyn ChunkStore) -> Result<Vec<f32>> {
+        Ok(candidates
+            .iter()
+            .map(|candidate| {
+                let text = store.chunk(candidate.id).unwrap().text;
+                if text.contains(&self.phrase) {
+                    1.0
+                } else {
+                    0.0
+                }
+            })
+            .collect())
+    }
+}
+
+fn reranked_by(reranker: Arc<dyn Rerank>) -> Retriever {
+    Retriever::with_shared(
+        retriever().shared_embedder(),
+        Index::open(example_index()).unwrap(),
+    )
+    .unwrap()
+    .with_reranker(reranker)
+}
+
+fn ids(seeds: &[Seed]) -> Vec<ChunkId> {
+    seeds.iter().map(|seed| seed.id).collect()
+}
+
+/// The candidates the first stage gives a reranker for [`KAYAK`], best first.
+fn kayak_candidates(k: usize) -> Vec<Candidate> {
+    let agree = Arc::new(Agree::default());
+    reranked_by(Arc::clone(&agree) as Arc<dyn Rerank>)
+        .prepare(KAYAK, FirstStage::Hybrid, k)
+        .unwrap();
+    agree.given.lock().unwrap().clone()
+}
+
+#[test]
+fn a_reranker_that_keeps_the_first_stage_s_order_changes_nothing() {
+    let agree = Arc::new(Agree::default());
+    let reranked = reranked_by(Arc::clone(&agree) as Arc<dyn Rerank>);
+    for stage in [FirstStage::Dense, FirstStage::Bm25, FirstStage::Hybrid] {
+        let mut ours = reranked.prepare(KAYAK, stage, 3).unwrap();
+        let theirs = retriever().prepare(KAYAK, stage, 3).unwrap();
+        // Only the time each took may differ.
+        (ours.embed_time, ours.first_stage_time) = (theirs.embed_time, theirs.first_stage_time);
+        assert_eq!(ours, theirs, "{stage}");
+        // Without a reranker, the seeds are the best of the same candidates.
+        let given = agree.given.lock().unwrap();
+        assert!(given.len() > 3, "{stage}: {} candidates", given.len());
+        let best: Vec<ChunkId> = given[..3].iter().map(|candidate| candidate.id).collect();
+        assert_eq!(ids(&theirs.seeds), best, "{stage}");
+    }
+}
+
+#[test]
+fn a_reranker_s_order_chooses_the_seeds_and_its_scores_go_with_them() {
+    let candidates = kayak_candidates(3);
+    let last = candidates.len() - 1;
+    let reversed = reranked_by(Arc::new(Reverse))
+        .prepare(KAYAK, FirstStage::Hybrid, 3)
+        .unwrap();
+    let backwards: Vec<ChunkId> = candidates.iter().rev().take(3).map(|c| c.id).collect();
+    assert_eq!(ids(&reversed.seeds), backwards);
+    let scores: Vec<f32> = reversed.seeds.iter().map(|seed| seed.score).collect();
+    assert_eq!(scores, [last, last - 1, last - 2].map(|rank| rank as f32));
+
+    // The last candidate, found by its text, comes first; the others keep their order.
+    let chosen = candidates[last].id;
+    let phrase = retriever().index().chunk(chosen).unwrap().text.to_owned();
+    let promoted = reranked_by(Arc::new(Promote { phrase }));
+    let seeds = promoted
+        .prepare(KAYAK, FirstStage::Hybrid, 3)
+        .unwrap()
+        .seeds;
+    assert_eq!(ids(&seeds), [chosen, candidates[0].id, candidates[1].id]);
+    // The index opened again keeps its reranker.
+    let reopened = promoted.reopen().unwrap();
+    assert_eq!(
+        reopened
+            .prepare(KAYAK, FirstStage::Hybrid, 3)
+            .unwrap()
+            .seeds,
+        seeds
+    );
 }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use scar_core::{ChunkId, Position, SeamKind, Side, dot};
+use scar_core::{ChunkId, Position, SeamKind, Side, dot, norm};
 use scar_embed::ModelInfo;
 use scar_index::Index;
 use scar_policy::{ChunkSource, Options, Policy};
@@ -126,10 +126,13 @@ impl ChunkStore for MemoryStore {
         among: Option<&[ChunkId]>,
     ) -> Result<Vec<(ChunkId, f32)>> {
         let all: Vec<ChunkId> = self.chunks.iter().map(|held| held.chunk.id).collect();
+        // A cosine, as the folder index scores it: a query's embedding is unit length only to
+        // within rounding.
+        let query_norm = norm(embedding).max(f32::MIN_POSITIVE);
         let mut scored: Vec<(ChunkId, f32)> = among
             .unwrap_or(&all)
             .iter()
-            .map(|&id| (id, dot(embedding, &self.held(id).embedding)))
+            .map(|&id| (id, dot(embedding, &self.held(id).embedding) / query_norm))
             .collect();
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         scored.truncate(depth);
@@ -144,7 +147,9 @@ impl ChunkStore for MemoryStore {
         self.lexical.lexical_ranking(query, depth, among)
     }
     fn chunk(&self, id: ChunkId) -> Option<StoredChunk> {
-        self.chunks.get(id.0 as usize).map(|held| held.chunk.clone())
+        self.chunks
+            .get(id.0 as usize)
+            .map(|held| held.chunk.clone())
     }
     fn policy_source(&self) -> Box<dyn ChunkSource + '_> {
         Box::new(self)
@@ -154,11 +159,14 @@ impl ChunkStore for MemoryStore {
 #[test]
 fn a_second_store_gives_the_folder_index_s_searches_and_decisions() {
     let embedder = Arc::new(minilm());
-    let folder = Retriever::with_store(Arc::clone(&embedder), Index::open(example_index()).unwrap())
-        .unwrap();
-    let memory =
-        Retriever::with_store(embedder, MemoryStore::copy_of(Index::open(example_index()).unwrap()))
+    let folder =
+        Retriever::with_store(Arc::clone(&embedder), Index::open(example_index()).unwrap())
             .unwrap();
+    let memory = Retriever::with_store(
+        embedder,
+        MemoryStore::copy_of(Index::open(example_index()).unwrap()),
+    )
+    .unwrap();
     let policies = [
         Policy::default(),
         Policy::scar(1),
