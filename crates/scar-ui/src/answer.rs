@@ -4,14 +4,18 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use scar_answer::{Answer, AnswerPiece, AnswerReport, GenerationParams, Prompt, Source, answer_pieces};
+use scar_answer::{
+    Answer, AnswerPiece, AnswerReport, GenerationParams, Prompt, Question, Source, Turn,
+    answer_pieces,
+};
 use scar_core::{ChunkId, ErrorChain};
+use scar_retrieve::Retriever;
 
-use crate::worker::AnswerJob;
-use crate::{ScarApp, UiError, file_name};
+use crate::worker::{AnswerJob, Worker};
+use crate::{AnswerSettings, UiError, file_name};
 
 /// An answer to the report shown, from the click on "Answer" until it is replaced or cleared.
-pub(crate) struct Answering {
+struct Answering {
     /// Tells this answer's events from those of an answer cleared before it.
     id: u64,
     /// The model asked, as the settings named it.
@@ -32,46 +36,58 @@ impl Answering {
     }
 }
 
+/// What the user asked of the answer panel, for the app to carry out.
+pub(crate) enum AnswerAction {
+    /// Answer the question shown.
+    Start,
+    /// Show this cited chunk in the seam map and the reader.
+    Show(ChunkId),
+}
 
-impl ScarApp {
-    /// True while an answer is being generated.
-    #[must_use]
-    pub fn is_answering(&self) -> bool {
+/// The answer to the evidence shown, kept beside it so that the evidence stays what the policy
+/// decided.
+#[derive(Default)]
+pub(crate) struct AnswerPanel {
+    answer: Option<Answering>,
+    /// Answers started so far, numbering them.
+    answers_started: u64,
+}
+
+impl AnswerPanel {
+    pub fn is_running(&self) -> bool {
         self.answer.as_ref().is_some_and(Answering::is_running)
     }
 
-    /// The finished answer to the evidence shown, if one was generated and not cleared.
-    #[must_use]
+    /// The finished answer, if one was generated and not cleared.
     pub fn answer(&self) -> Option<&Answer> {
         let report = self.answer.as_ref()?.outcome.as_ref()?.as_ref().ok()?;
         Some(&report.answer)
     }
 
-    /// The chunk open in the reader.
-    #[must_use]
-    pub fn selected_chunk(&self) -> Option<ChunkId> {
-        self.selected
-    }
-
-    /// Starts answering the asked question from the evidence shown, on the answer thread.
-    pub fn start_answer(&mut self, ctx: &egui::Context) {
-        self.clear_answer();
-        let (Some(evidence), Some(retriever)) = (&self.evidence, &self.retriever) else {
-            return;
-        };
+    /// Starts answering `question` (searched on `retriever`) on the answer thread, in place of
+    /// the answer shown.
+    pub fn start(
+        &mut self,
+        ctx: &egui::Context,
+        worker: &Worker,
+        question: &Question,
+        retriever: &Arc<Retriever>,
+        settings: &AnswerSettings,
+    ) {
+        self.clear();
         self.answers_started += 1;
         let id = self.answers_started;
-        let model = self.settings.answer.model.trim().to_owned();
+        let model = settings.model.trim().to_owned();
         let cancel = Arc::new(AtomicBool::new(false));
-        self.worker.answer(
+        worker.answer(
             ctx,
             AnswerJob {
                 id,
                 model: model.clone(),
-                question: evidence.question.clone(),
+                question: question.clone(),
                 retriever: Arc::clone(retriever),
                 params: GenerationParams {
-                    max_tokens: self.settings.answer.max_tokens,
+                    max_tokens: settings.max_tokens,
                     ..GenerationParams::default()
                 },
                 cancel: Arc::clone(&cancel),
@@ -80,7 +96,7 @@ impl ScarApp {
         self.answer = Some(Answering {
             id,
             model,
-            sources: Prompt::from_report(evidence.question.report()).sources,
+            sources: Prompt::from_report(question.report()).sources,
             text: String::new(),
             cancel,
             outcome: None,
@@ -88,22 +104,26 @@ impl ScarApp {
     }
 
     /// Drops the answer (it no longer matches the evidence), stopping it if it runs.
-    pub(crate) fn clear_answer(&mut self) {
+    pub fn clear(&mut self) {
         if let Some(answering) = self.answer.take() {
             answering.cancel.store(true, Ordering::Relaxed);
         }
     }
 
-    pub(crate) fn answer_text(&mut self, id: u64, piece: &str) {
+    pub fn text(&mut self, id: u64, piece: &str) {
         if let Some(answering) = self.answer.as_mut().filter(|a| a.id == id) {
             answering.text.push_str(piece);
         }
     }
 
-    pub(crate) fn answered(&mut self, id: u64, result: Result<Box<AnswerReport>, UiError>) {
-        let Some(answering) = self.answer.as_mut().filter(|a| a.id == id) else {
-            return;
-        };
+    /// Takes in how answer `id` ended; gives back its text when it was answered, to record as
+    /// a turn of the conversation.
+    pub fn answered(
+        &mut self,
+        id: u64,
+        result: Result<Box<AnswerReport>, UiError>,
+    ) -> Option<String> {
+        let answering = self.answer.as_mut().filter(|a| a.id == id)?;
         let text = result
             .as_ref()
             .ok()
@@ -113,27 +133,29 @@ impl ScarApp {
             answering.text.clone_from(text);
         }
         answering.outcome = Some(result);
-        if let Some(text) = text {
-            self.record_turn(&text);
-        }
+        text
     }
 
-    pub(crate) fn answer_ui(&mut self, ui: &mut egui::Ui) {
+    /// The panel: the `earlier` turns of the conversation, Answer (with `model`) and Stop, the
+    /// answer streaming in and the sources found for it.
+    pub fn answer_ui(
+        &self,
+        ui: &mut egui::Ui,
+        model: &str,
+        earlier: &[Turn],
+    ) -> Option<AnswerAction> {
         ui.add_space(4.0);
-        self.turns_ui(ui);
-        let mut start = false;
-        let mut select = None;
+        crate::conversation::turns_ui(ui, earlier);
+        let mut action = None;
         ui.horizontal(|ui| {
-            let running = self.is_answering();
             if ui
-                .add_enabled(!running, egui::Button::new("Answer"))
+                .add_enabled(!self.is_running(), egui::Button::new("Answer"))
                 .on_hover_text(format!(
-                    "Answer the question from this context with {}",
-                    self.settings.answer.model
+                    "Answer the question from this context with {model}"
                 ))
                 .clicked()
             {
-                start = true;
+                action = Some(AnswerAction::Start);
             }
             if let Some(answering) = self.answer.as_ref().filter(|a| a.is_running()) {
                 if ui.button("Stop").clicked() {
@@ -155,12 +177,14 @@ impl ScarApp {
                 .auto_shrink([false, true])
                 .stick_to_bottom(true)
                 .show(ui, |ui| {
-                    select = text_ui(ui, &answering.text, &answering.sources);
+                    if let Some(id) = text_ui(ui, &answering.text, &answering.sources) {
+                        action = Some(AnswerAction::Show(id));
+                    }
                 });
             match &answering.outcome {
                 Some(Ok(report)) => {
                     if let Some(id) = attribution_ui(ui, &report.answer) {
-                        select = Some(id);
+                        action = Some(AnswerAction::Show(id));
                     }
                     ui.weak(report.summary());
                 }
@@ -174,12 +198,7 @@ impl ScarApp {
             }
         }
         ui.add_space(4.0);
-        if start {
-            self.start_answer(ui.ctx());
-        }
-        if let Some(id) = select {
-            self.select_chunk(id);
-        }
+        action
     }
 }
 

@@ -1,94 +1,38 @@
-//! The app's state and how it moves: what the user wants (an index, a question, controls) is
-//! compared each frame with what the workers delivered, and the difference is sent to them.
+//! The app: its panels each own their state, and the app lays them out and routes between
+//! them what the workers delivered and what the user asked. What the user wants (an index, a
+//! question, controls) is compared each frame with what the workers delivered, and the
+//! difference is sent to them.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
+use scar_answer::{Answer, AnswerReport, Turn};
 use scar_core::{ChunkId, ErrorChain};
-use scar_index::{IndexProgress, IndexReport, Skipped};
-use scar_answer::Question;
+use scar_index::{IndexReport, Skipped};
 use scar_retrieve::{Prepared, Retriever, SearchReport};
 
-use crate::answer::Answering;
-use crate::conversation::{Asked, Rewriting};
-use crate::watching::Watch;
+use crate::answer::{AnswerAction, AnswerPanel};
+use crate::conversation::{conversations_ui, current_turns};
+use crate::indexing::{IndexingPanel, index_dir_for};
+use crate::library::{LibraryAction, LibraryPanel};
+use crate::question::QuestionPanel;
 use crate::worker::{Event, Pick, Wish, Worker};
 use crate::{Controls, Environment, FileDialogs, LibraryEntry, Result, Settings, UiError};
 
 /// The desktop app: call [`ScarApp::ui`] every frame.
 pub struct ScarApp {
-    pub(crate) settings: Settings,
-    pub(crate) worker: Worker,
-    /// The open index, shared with the retriever thread, which embeds questions against it.
-    pub(crate) retriever: Option<Arc<Retriever>>,
-    pub(crate) opening: Option<PathBuf>,
-    /// An index that failed to open is not retried until the user selects it again.
-    open_failed: Option<PathBuf>,
-    /// The question the user asked (the box may since hold other text), and what is searched
-    /// for: the question, or a follow-up rewritten to stand alone.
-    pub(crate) asked: Option<Asked>,
-    /// A follow-up being rewritten before it is searched for.
-    pub(crate) rewriting: Option<Rewriting>,
-    /// Rewrites started so far, numbering them.
-    pub(crate) rewrites_started: u64,
-    /// The asked question's answer is a turn of the conversation already.
-    pub(crate) turn_recorded: bool,
-    /// A question is being embedded; one at a time.
-    pub(crate) preparing: bool,
-    prepare_failed: Option<Wish>,
-    /// The asked question's evidence.
-    pub(crate) evidence: Option<Evidence>,
-    /// An answer generated from `evidence.question`, kept beside it so that the evidence stays
-    /// what the policy decided; cleared whenever the report changes.
-    pub(crate) answer: Option<Answering>,
-    /// Answers started so far, numbering them.
-    pub(crate) answers_started: u64,
-    pub(crate) indexing: Option<Indexing>,
-    pub(crate) last_indexing: Option<(PathBuf, IndexReport)>,
-    /// The files the open index could not read, as its runs listed them.
-    pub(crate) skipped: Result<Vec<Skipped>, String>,
-    /// The watches over the library's sources, by index folder.
-    pub(crate) watches: HashMap<PathBuf, Watch>,
-    /// Entries whose files changed, waiting for an indexing run.
-    pub(crate) stale: Vec<PathBuf>,
-    pub(crate) error: Option<UiError>,
-    /// The document shown in the seam map and the chunk open in the reader.
-    pub(crate) document: Option<u32>,
-    pub(crate) selected: Option<ChunkId>,
-}
-
-/// One question's seeds and what the policies made of them.
-pub(crate) struct Evidence {
-    pub wish: Wish,
-    pub prepared: Prepared,
-    /// The policy the controls describe, beside static ±1 on the same seeds.
-    pub question: Question,
-}
-
-/// An indexing run in progress.
-pub(crate) struct Indexing {
-    pub dir: PathBuf,
-    pub progress: IndexProgress,
-    pub cancel: Arc<AtomicBool>,
-    /// Started by a watch, not by the user: the current index stays current.
-    pub automatic: bool,
-}
-
-/// Runs the controls' policy on a question's seeds.
-fn decide(
-    retriever: &Retriever,
-    controls: &Controls,
-    wish: Wish,
-    prepared: Prepared,
-) -> Result<Evidence> {
-    let question = Question::search(retriever, &prepared, &controls.options()?)?;
-    Ok(Evidence {
-        wish,
-        prepared,
-        question,
-    })
+    settings: Settings,
+    worker: Worker,
+    /// The user's indexes and the open one.
+    library: LibraryPanel,
+    /// The question asked and its evidence.
+    question: QuestionPanel,
+    /// The answer generated from the evidence; cleared whenever the report changes.
+    answer: AnswerPanel,
+    /// Indexing runs, and the watches that start them.
+    indexing: IndexingPanel,
+    /// The last thing that went wrong, until the user's next action.
+    error: Option<UiError>,
 }
 
 impl ScarApp {
@@ -98,26 +42,11 @@ impl ScarApp {
         Self {
             settings,
             worker: Worker::new(environment, Arc::new(dialogs)),
-            retriever: None,
-            opening: None,
-            open_failed: None,
-            asked: None,
-            rewriting: None,
-            rewrites_started: 0,
-            turn_recorded: false,
-            preparing: false,
-            prepare_failed: None,
-            evidence: None,
-            answer: None,
-            answers_started: 0,
-            indexing: None,
-            last_indexing: None,
-            skipped: Ok(Vec::new()),
-            watches: HashMap::new(),
-            stale: Vec::new(),
+            library: LibraryPanel::default(),
+            question: QuestionPanel::default(),
+            answer: AnswerPanel::default(),
+            indexing: IndexingPanel::default(),
             error: None,
-            document: None,
-            selected: None,
         }
     }
 
@@ -139,9 +68,9 @@ impl ScarApp {
         self.select_index(dir);
     }
 
-    pub(crate) fn select_index(&mut self, dir: PathBuf) {
+    fn select_index(&mut self, dir: PathBuf) {
         self.settings.current = Some(dir);
-        self.open_failed = None;
+        self.library.retry_failed();
         self.error = None;
     }
 
@@ -150,10 +79,14 @@ impl ScarApp {
     /// stand alone.
     pub fn ask(&mut self, question: impl Into<String>) {
         self.settings.question = question.into();
-        self.turn_recorded = false;
-        self.take_question(self.settings.question.trim().to_owned());
-        self.clear_answer();
-        self.prepare_failed = None;
+        let follows_up = !self.conversation().is_empty();
+        self.question.ask(&self.settings.question, follows_up);
+        self.asked();
+    }
+
+    /// A new question makes the answer and the error out of date.
+    fn asked(&mut self) {
+        self.answer.clear();
         self.error = None;
     }
 
@@ -176,7 +109,7 @@ impl ScarApp {
     /// What the policy decided for the asked question, once it has arrived.
     #[must_use]
     pub fn report(&self) -> Option<&SearchReport> {
-        self.evidence.as_ref().map(|evidence| evidence.question.report())
+        self.question.report()
     }
 
     /// The last thing that went wrong, until the user's next action.
@@ -189,19 +122,77 @@ impl ScarApp {
     /// these is about to start. Answering is not counted: see [`ScarApp::is_answering`].
     #[must_use]
     pub fn is_busy(&self) -> bool {
-        self.opening.is_some()
-            || self.preparing
-            || self.indexing.is_some()
-            || self.index_to_open().is_some()
-            || self.question_to_prepare().is_some()
-            || self.rewriting.is_some()
+        let current = self.settings.current.as_deref();
+        self.library.is_busy(current)
+            || self.indexing.is_running()
+            || self
+                .question
+                .is_busy(self.library.current(current), &self.settings.controls)
+    }
+
+    /// True while an answer is being generated.
+    #[must_use]
+    pub fn is_answering(&self) -> bool {
+        self.answer.is_running()
+    }
+
+    /// The finished answer to the evidence shown, if one was generated and not cleared.
+    #[must_use]
+    pub fn answer(&self) -> Option<&Answer> {
+        self.answer.answer()
+    }
+
+    /// Starts answering the asked question from the evidence shown, on the answer thread.
+    pub fn start_answer(&mut self, ctx: &egui::Context) {
+        match (self.question.searched(), self.library.retriever()) {
+            (Some(question), Some(retriever)) => {
+                self.answer.start(
+                    ctx,
+                    &self.worker,
+                    question,
+                    retriever,
+                    &self.settings.answer,
+                );
+            }
+            _ => self.answer.clear(),
+        }
+    }
+
+    /// The chunk open in the reader.
+    #[must_use]
+    pub fn selected_chunk(&self) -> Option<ChunkId> {
+        self.question.selected()
+    }
+
+    /// The turns of the conversation a follow-up continues.
+    #[must_use]
+    pub fn conversation(&self) -> &[Turn] {
+        current_turns(&self.settings)
+    }
+
+    /// True while a follow-up is being rewritten to stand alone.
+    #[must_use]
+    pub fn is_rewriting(&self) -> bool {
+        self.question.is_rewriting()
+    }
+
+    /// The next question starts a new conversation.
+    pub fn new_conversation(&mut self) {
+        self.settings.conversation = None;
+    }
+
+    /// Follow-ups continue conversation `n` of [`Settings::conversations`](crate::Settings).
+    pub fn reopen_conversation(&mut self, n: usize) {
+        if n < self.settings.conversations.len() {
+            self.settings.conversation = Some(n);
+        }
     }
 
     /// Writes the ledger of the asked question as `scar search --json` prints it.
     pub fn export_ledger(&self, path: &Path) -> Result<()> {
-        let evidence = self.evidence.as_ref().ok_or(UiError::NothingToExport)?;
+        let report = self.question.report().ok_or(UiError::NothingToExport)?;
         let mut file = std::io::BufWriter::new(fs_err::File::create(path)?);
-        serde_json::to_writer_pretty(&mut file, evidence.question.report())?;
+        serde_json::to_writer_pretty(&mut file, report)?;
         std::io::Write::write_all(&mut file, b"\n")?;
         std::io::Write::flush(&mut file)?;
         Ok(())
@@ -212,23 +203,78 @@ impl ScarApp {
         let ctx = ui.ctx().clone();
         self.receive(&ctx);
         self.take_dropped(&ctx);
-        self.keep_watching(&ctx);
-        self.index_stale(&ctx);
+        self.indexing
+            .keep_watching(&ctx, &self.worker, &self.settings.library);
+        if let Some((dir, sources)) = self.indexing.next_stale(&self.settings.library) {
+            self.start_indexing(&ctx, dir, sources, true);
+        }
         self.start_work(&ctx);
-        egui::Panel::top("question").show(ui, |ui| self.question_ui(ui));
+        egui::Panel::top("question").show(ui, |ui| {
+            let follows_up = !self.conversation().is_empty();
+            let loading = self.library.opening().is_some();
+            let settings = &mut self.settings;
+            if self.question.question_ui(
+                ui,
+                &mut settings.question,
+                follows_up,
+                &settings.answer.model,
+                loading,
+            ) {
+                self.asked();
+            }
+        });
         egui::Panel::bottom("status").show(ui, |ui| self.status_ui(ui));
         egui::Panel::left("library")
             .default_size(260.0)
-            .show(ui, |ui| self.library_ui(ui));
+            .show(ui, |ui| {
+                let indexing = self.indexing.is_running();
+                if let Some(action) = self.library.library_ui(ui, &self.settings, indexing) {
+                    self.library_action(ui.ctx(), action);
+                }
+                conversations_ui(ui, &mut self.settings);
+                self.indexing.indexing_ui(ui);
+            });
         egui::Panel::right("controls")
             .default_size(240.0)
-            .show(ui, |ui| self.controls_ui(ui));
-        if self.evidence.is_some() {
-            egui::Panel::top("answer").show(ui, |ui| self.answer_ui(ui));
+            .show(ui, |ui| {
+                let mut controls = self.settings.controls;
+                let can_export = self.question.report().is_some();
+                let export = crate::controls::controls_ui(
+                    ui,
+                    &mut controls,
+                    &mut self.settings.answer,
+                    can_export,
+                );
+                self.set_controls(controls);
+                if export {
+                    self.worker.pick(ui.ctx(), Pick::ExportPath);
+                }
+            });
+        if self.question.report().is_some() {
+            egui::Panel::top("answer").show(ui, |ui| {
+                let earlier = self.question.earlier_turns(current_turns(&self.settings));
+                let action = self
+                    .answer
+                    .answer_ui(ui, &self.settings.answer.model, earlier);
+                match action {
+                    Some(AnswerAction::Start) => self.start_answer(ui.ctx()),
+                    Some(AnswerAction::Show(id)) => self.select_chunk(id),
+                    None => {}
+                }
+            });
         }
-        egui::CentralPanel::default().show(ui, |ui| self.evidence_ui(ui));
+        egui::CentralPanel::default().show(ui, |ui| {
+            let has_index = self.settings.current.is_some();
+            let open = self
+                .question
+                .evidence_ui(ui, self.library.retriever(), has_index);
+            if let Some((path, page)) = open {
+                self.worker.open_path(ui.ctx(), path, page);
+            }
+        });
     }
 
+    /// Routes what the workers delivered to the panels that asked for it.
     fn receive(&mut self, ctx: &egui::Context) {
         let events: Vec<Event> = self.worker.events().collect();
         for event in events {
@@ -239,20 +285,20 @@ impl ScarApp {
                     skipped,
                 } => self.opened(dir, result, skipped),
                 Event::Prepared { wish, result } => self.prepared(wish, result),
-                Event::Progress(progress) => {
-                    if let Some(indexing) = &mut self.indexing {
-                        indexing.progress = progress;
-                    }
-                }
+                Event::Progress(progress) => self.indexing.progress(progress),
                 Event::Indexed {
                     dir,
                     sources,
                     result,
                 } => self.indexed(dir, sources, result),
-                Event::AnswerText { id, piece } => self.answer_text(id, &piece),
+                Event::AnswerText { id, piece } => self.answer.text(id, &piece),
                 Event::Answered { id, result } => self.answered(id, result),
-                Event::Rewritten { id, result } => self.rewritten(id, result),
-                Event::SourcesChanged(dir) => self.sources_changed(dir),
+                Event::Rewritten { id, result } => {
+                    if let Some(error) = self.question.rewritten(id, result) {
+                        self.error = Some(error);
+                    }
+                }
+                Event::SourcesChanged(dir) => self.indexing.sources_changed(dir),
                 Event::WatchFailed(error) => self.error = Some(error),
                 Event::OpenFailed { path, error } => {
                     self.error = Some(UiError::Open {
@@ -283,10 +329,27 @@ impl ScarApp {
         for path in dropped {
             if scar_index::is_index(&path) {
                 self.open_index(path);
-            } else if self.indexing.is_some() {
+            } else if self.indexing.is_running() {
                 self.error = Some(UiError::StillIndexing(path));
             } else {
                 self.index_folder(ctx, &path);
+            }
+        }
+    }
+
+    fn library_action(&mut self, ctx: &egui::Context, action: LibraryAction) {
+        match action {
+            LibraryAction::Pick(pick) => self.worker.pick(ctx, pick),
+            LibraryAction::Select(dir) => self.select_index(dir),
+            LibraryAction::Update { dir, sources } => {
+                self.start_indexing(ctx, dir, sources, false);
+            }
+            LibraryAction::Forget(n) => {
+                let entry = self.settings.library.remove(n);
+                if self.settings.current.as_ref() == Some(&entry.dir) {
+                    self.settings.current = None;
+                    self.close_index();
+                }
             }
         }
     }
@@ -297,230 +360,121 @@ impl ScarApp {
         result: Result<Arc<Retriever>>,
         skipped: Result<Vec<Skipped>, String>,
     ) {
-        self.opening = None;
-        // The user may have moved on to another index while this one loaded.
-        if self.settings.current.as_ref() != Some(&dir) {
-            return;
-        }
-        match result {
-            Ok(retriever) => {
-                self.retriever = Some(retriever);
-                self.skipped =
-                    skipped.map_err(|error| format!("the list of skipped files: {error}"));
-                self.evidence = None;
-                self.clear_answer();
-                self.document = None;
-                self.selected = None;
-            }
-            Err(error) => {
-                self.open_failed = Some(dir);
-                self.error = Some(error);
-            }
+        let current = self.settings.current.as_deref();
+        match self.library.opened(current, dir, result, skipped) {
+            Some(Ok(())) => self.clear_evidence(),
+            Some(Err(error)) => self.error = Some(error),
+            None => {}
         }
     }
 
     fn prepared(&mut self, wish: Wish, result: Result<Prepared>) {
-        self.preparing = false;
-        // A result for an older wish is dropped: the current one is sent next frame.
-        if self.wish().as_ref() != Some(&wish) {
-            return;
-        }
-        let Some(retriever) = self.retriever.clone() else {
-            return;
-        };
-        let decided = result.and_then(|prepared| {
-            decide(&retriever, &self.settings.controls, wish.clone(), prepared)
-        });
-        match decided {
-            Ok(evidence) => {
-                if let Some(seed) = evidence.question.report().ledger.seeds.first() {
-                    self.document = Some(retriever.index().position(seed.id).document);
-                    self.selected = Some(seed.id);
-                }
-                self.evidence = Some(evidence);
-                self.clear_answer();
-            }
-            Err(error) => {
-                self.prepare_failed = Some(wish);
-                self.error = Some(error);
-            }
+        let retriever = self.library.current(self.settings.current.as_deref());
+        match self
+            .question
+            .prepared(retriever, &self.settings.controls, wish, result)
+        {
+            Some(Ok(())) => self.answer.clear(),
+            Some(Err(error)) => self.error = Some(error),
+            None => {}
         }
     }
 
     /// Re-runs the policy on the cached seeds, embeddings and rankings: no model involved.
     fn decide_again(&mut self) {
-        let (Some(retriever), Some(evidence)) = (&self.retriever, &mut self.evidence) else {
+        let Some(retriever) = self.library.retriever() else {
             return;
         };
-        let question = self
-            .settings
-            .controls
-            .options()
-            .map_err(UiError::from)
-            .and_then(|options| Ok(Question::search(retriever, &evidence.prepared, &options)?));
-        match question {
-            Ok(question) => {
-                evidence.question = question;
+        match self
+            .question
+            .decide_again(retriever, &self.settings.controls)
+        {
+            Some(Ok(())) => {
                 self.error = None;
-                self.clear_answer();
+                self.answer.clear();
             }
-            Err(error) => self.error = Some(error),
+            Some(Err(error)) => self.error = Some(error),
+            None => {}
+        }
+    }
+
+    fn answered(&mut self, id: u64, result: Result<Box<AnswerReport>>) {
+        if let Some(text) = self.answer.answered(id, result) {
+            self.question.record_turn(&mut self.settings, &text);
         }
     }
 
     fn indexed(&mut self, dir: PathBuf, sources: Vec<PathBuf>, result: Result<IndexReport>) {
-        let automatic = self
-            .indexing
-            .take()
-            .is_some_and(|indexing| indexing.automatic);
-        match result {
-            Ok(report) => {
-                match self.settings.library.iter_mut().find(|e| e.dir == dir) {
-                    Some(entry) => entry.sources = sources,
-                    None => self.settings.library.push(LibraryEntry {
-                        dir: dir.clone(),
-                        sources,
-                    }),
-                }
-                // The open index is a snapshot: reopen it to see what was just committed.
-                if self
-                    .retriever
-                    .as_ref()
-                    .is_some_and(|r| r.index().dir() == dir)
-                {
-                    self.retriever = None;
-                    self.evidence = None;
-                    self.clear_answer();
-                }
-                if !automatic {
-                    self.select_index(dir.clone());
-                }
-                self.last_indexing = Some((dir, report));
+        let automatic = match self.indexing.finished(&dir, result) {
+            Ok(automatic) => automatic,
+            Err(error) => {
+                self.error = Some(error);
+                return;
             }
-            Err(error) => self.error = Some(error),
+        };
+        match self.settings.library.iter_mut().find(|e| e.dir == dir) {
+            Some(entry) => entry.sources = sources,
+            None => self.settings.library.push(LibraryEntry {
+                dir: dir.clone(),
+                sources,
+            }),
         }
+        // The open index is a snapshot: reopen it to see what was just committed.
+        if self.library.is_open(&dir) {
+            self.close_index();
+        }
+        if !automatic {
+            self.select_index(dir);
+        }
+    }
+
+    /// Closes the open index, and with it the evidence from it.
+    fn close_index(&mut self) {
+        self.library.close();
+        self.clear_evidence();
+    }
+
+    fn clear_evidence(&mut self) {
+        self.question.clear_evidence();
+        self.answer.clear();
     }
 
     /// Indexes `folder` into its library index: the one it was indexed into before, or a new
     /// folder named after it.
     fn index_folder(&mut self, ctx: &egui::Context, folder: &Path) {
-        let existing = self
-            .settings
-            .library
-            .iter()
-            .find(|entry| entry.sources.iter().any(|source| source == folder));
-        let dir = existing.map_or_else(|| self.new_index_dir(folder), |e| e.dir.clone());
-        self.start_indexing(ctx, dir, vec![folder.to_owned()]);
+        let library_dir = &self.worker.environment().library_dir;
+        let dir = index_dir_for(&self.settings.library, library_dir, folder);
+        self.start_indexing(ctx, dir, vec![folder.to_owned()], false);
     }
 
-    fn new_index_dir(&self, folder: &Path) -> PathBuf {
-        let library = &self.worker.environment().library_dir;
-        let name = folder
-            .file_name()
-            .map_or_else(|| "index".to_owned(), |n| n.to_string_lossy().into_owned());
-        let mut dir = library.join(&name);
-        let mut n = 1;
-        while dir.exists() {
-            n += 1;
-            dir = library.join(format!("{name}-{n}"));
-        }
-        dir
-    }
-
-    pub(crate) fn start_indexing(
+    fn start_indexing(
         &mut self,
         ctx: &egui::Context,
         dir: PathBuf,
         sources: Vec<PathBuf>,
+        automatic: bool,
     ) {
-        let cancel = Arc::new(AtomicBool::new(false));
         self.error = None;
-        self.worker
-            .index(ctx, dir.clone(), sources, Arc::clone(&cancel));
-        self.indexing = Some(Indexing {
-            dir,
-            progress: IndexProgress::default(),
-            cancel,
-            automatic: false,
-        });
+        self.indexing
+            .start(ctx, &self.worker, dir, sources, automatic);
     }
 
     fn start_work(&mut self, ctx: &egui::Context) {
-        self.start_rewrite(ctx);
-        if let Some(dir) = self.index_to_open() {
-            self.opening = Some(dir.clone());
-            self.worker.open(ctx, dir);
-        }
-        if let Some((retriever, wish)) = self.question_to_prepare() {
-            self.preparing = true;
-            self.worker.prepare(ctx, retriever, wish);
-        }
-    }
-
-    /// The current index, if it is neither open, opening nor known to fail.
-    fn index_to_open(&self) -> Option<PathBuf> {
-        let current = self.settings.current.as_ref()?;
-        let open = self
-            .retriever
-            .as_ref()
-            .is_some_and(|r| r.index().dir() == current);
-        let wait = self.opening.is_some() || self.open_failed.as_ref() == Some(current);
-        (!open && !wait).then(|| current.clone())
-    }
-
-    /// The seeds the asked question needs under the current controls.
-    fn wish(&self) -> Option<Wish> {
         let current = self.settings.current.as_deref();
-        let retriever = self
-            .retriever
-            .as_ref()
-            .filter(|r| Some(r.index().dir()) == current)?;
-        Some(Wish {
-            index: retriever.index().dir().to_owned(),
-            query: self.asked.as_ref()?.standalone.clone(),
-            first_stage: self.settings.controls.first_stage,
-            k: self.settings.controls.k,
-        })
+        self.question.start_work(
+            ctx,
+            &self.worker,
+            &self.settings,
+            self.library.current(current),
+        );
+        self.library.start_opening(ctx, &self.worker, current);
     }
 
-    /// The wish, unless it is fulfilled, failed, or a question is being embedded (one at a
-    /// time: while the user drags k, only the latest value is worth embedding).
-    fn question_to_prepare(&self) -> Option<(Arc<Retriever>, Wish)> {
-        let wish = self.wish()?;
-        let fulfilled = self.evidence.as_ref().is_some_and(|e| e.wish == wish);
-        if fulfilled || self.preparing || self.prepare_failed.as_ref() == Some(&wish) {
-            return None;
+    /// Shows chunk `id` in the seam map and opens it in the reader.
+    fn select_chunk(&mut self, id: ChunkId) {
+        if let Some(retriever) = self.library.retriever() {
+            self.question.select_chunk(retriever, id);
         }
-        Some((Arc::clone(self.retriever.as_ref()?), wish))
-    }
-
-    pub(crate) fn pick(&self, ctx: &egui::Context, pick: Pick) {
-        self.worker.pick(ctx, pick);
-    }
-
-    fn question_ui(&mut self, ui: &mut egui::Ui) {
-        ui.add_space(6.0);
-        ui.horizontal(|ui| {
-            ui.heading("SCAR");
-            let ask_width = 60.0;
-            let edit = egui::TextEdit::singleline(&mut self.settings.question)
-                .hint_text("Ask your documents a question, then press Enter")
-                .desired_width(ui.available_width() - ask_width - 40.0);
-            let response = ui.add(edit);
-            let entered = response.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
-            let clicked = ui
-                .add_sized([ask_width, 20.0], egui::Button::new("Ask"))
-                .clicked();
-            if entered || clicked {
-                let question = self.settings.question.clone();
-                self.ask(question);
-            }
-            if self.opening.is_some() || self.preparing {
-                ui.spinner();
-            }
-        });
-        self.rewrite_ui(ui);
-        ui.add_space(4.0);
     }
 
     fn status_ui(&self, ui: &mut egui::Ui) {
@@ -530,16 +484,16 @@ impl ScarApp {
                     ui.visuals().error_fg_color,
                     format!("⚠ {}", ErrorChain(error)),
                 );
-            } else if let Some(dir) = &self.opening {
+            } else if let Some(dir) = self.library.opening() {
                 ui.label(format!(
                     "Loading the index in {} and its model…",
                     dir.display()
                 ));
-            } else if self.preparing {
+            } else if self.question.is_preparing() {
                 ui.label("Embedding the question…");
-            } else if self.asked.is_some() && self.settings.current.is_none() {
+            } else if self.question.has_asked() && self.settings.current.is_none() {
                 ui.label("Add a folder or open an index to ask it questions.");
-            } else if let Some(retriever) = &self.retriever {
+            } else if let Some(retriever) = self.library.retriever() {
                 let index = retriever.index();
                 ui.weak(format!(
                     "{} chunks in {} documents · {}",
@@ -547,8 +501,8 @@ impl ScarApp {
                     index.documents().len(),
                     index.manifest().model.id
                 ));
-                if let Some(evidence) = &self.evidence {
-                    let t = &evidence.question.report().timings;
+                if let Some(report) = self.question.report() {
+                    let t = &report.timings;
                     ui.weak(format!(
                         "embed {:.1} ms, first stage {:.1} ms, policy {:.3} ms",
                         t.embed_ms, t.first_stage_ms, t.policy_ms
@@ -556,46 +510,5 @@ impl ScarApp {
                 }
             }
         });
-    }
-
-    fn evidence_ui(&mut self, ui: &mut egui::Ui) {
-        let (Some(retriever), Some(evidence)) = (&self.retriever, &self.evidence) else {
-            ui.centered_and_justified(|ui| {
-                ui.weak(if self.settings.current.is_none() {
-                    "Add a folder to the library to start."
-                } else {
-                    "Ask a question: each seed, each neighbour considered, and why it was \
-                     accepted or rejected will show here."
-                });
-            });
-            return;
-        };
-        let index = retriever.index();
-        crate::decisions::comparison_ui(ui, evidence.question.report());
-        ui.separator();
-        let open = crate::seam_map::seam_map_ui(
-            ui,
-            index,
-            evidence.question.report(),
-            &mut self.document,
-            &mut self.selected,
-        );
-        if let Some((path, page)) = open {
-            self.worker.open_path(ui.ctx(), path, page);
-        }
-        ui.separator();
-        if let Some(id) =
-            crate::decisions::decisions_ui(ui, index, evidence.question.report(), &evidence.prepared)
-        {
-            self.select_chunk(id);
-        }
-    }
-
-    /// Shows chunk `id` in the seam map and opens it in the reader.
-    pub(crate) fn select_chunk(&mut self, id: ChunkId) {
-        if let Some(retriever) = &self.retriever {
-            self.document = Some(retriever.index().position(id).document);
-            self.selected = Some(id);
-        }
     }
 }

@@ -4,85 +4,82 @@
 use scar_policy::PolicyKind;
 use scar_retrieve::{FirstStage, RANKING_DEPTH_PER_SEED};
 
-use crate::worker::Pick;
-use crate::{Controls, ScarApp};
+use crate::{AnswerSettings, Controls};
 
 /// The deepest evidence walk the prepared rankings can serve (they reach
 /// [`RANKING_DEPTH_PER_SEED`] × k, enough for a depth of half that).
 const MAX_DEPTH: u32 = RANKING_DEPTH_PER_SEED as u32 / 2;
 
-impl ScarApp {
-    pub(crate) fn controls_ui(&mut self, ui: &mut egui::Ui) {
-        ui.add_space(6.0);
-        ui.heading("Controls");
-        let mut controls = self.settings.controls;
-        policy_ui(ui, &mut controls);
-        ui.separator();
-        ui.strong("Seeds");
-        ui.weak("Changing these embeds the question again.");
-        ui.add(egui::Slider::new(&mut controls.k, 1..=20).text("k"));
-        ui.horizontal(|ui| {
-            for stage in [FirstStage::Dense, FirstStage::Bm25, FirstStage::Hybrid] {
-                ui.radio_value(&mut controls.first_stage, stage, stage.to_string());
-            }
-        });
-        ui.separator();
-        ui.horizontal(|ui| {
-            let defaults = Controls::default();
-            if ui
-                .button("Defaults")
-                .on_hover_text(format!(
-                    "{} over {} {} seeds",
-                    defaults.policy(),
-                    defaults.k,
-                    defaults.first_stage
-                ))
-                .clicked()
-            {
-                controls = defaults;
-            }
-            let paper = Controls {
-                first_stage: FirstStage::Dense,
-                ..defaults.with_policy(PolicyKind::Scar)
-            };
-            if ui
-                .button("Paper's SCAR")
-                .on_hover_text(format!(
-                    "{} over {} {} seeds, as the paper ran it",
-                    paper.policy(),
-                    paper.k,
-                    paper.first_stage
-                ))
-                .clicked()
-            {
-                controls = paper;
-            }
-        });
-        self.set_controls(controls);
-        ui.separator();
+/// The controls panel, changing `controls` and `answer` in place; true when the user asked to
+/// export the ledger (offered when `can_export`).
+pub(crate) fn controls_ui(
+    ui: &mut egui::Ui,
+    controls: &mut Controls,
+    answer: &mut AnswerSettings,
+    can_export: bool,
+) -> bool {
+    ui.add_space(6.0);
+    ui.heading("Controls");
+    policy_ui(ui, controls);
+    ui.separator();
+    ui.strong("Seeds");
+    ui.weak("Changing these embeds the question again.");
+    ui.add(egui::Slider::new(&mut controls.k, 1..=20).text("k"));
+    ui.horizontal(|ui| {
+        for stage in [FirstStage::Dense, FirstStage::Bm25, FirstStage::Hybrid] {
+            ui.radio_value(&mut controls.first_stage, stage, stage.to_string());
+        }
+    });
+    ui.separator();
+    ui.horizontal(|ui| {
+        let defaults = Controls::default();
         if ui
-            .add_enabled(self.evidence.is_some(), egui::Button::new("Export ledger…"))
-            .on_hover_text("Save every decision as JSON, as `scar search --json` prints it")
+            .button("Defaults")
+            .on_hover_text(format!(
+                "{} over {} {} seeds",
+                defaults.policy(),
+                defaults.k,
+                defaults.first_stage
+            ))
             .clicked()
         {
-            self.pick(ui.ctx(), Pick::ExportPath);
+            *controls = defaults;
         }
-        ui.separator();
-        ui.strong("Answer");
-        ui.label("chat model");
-        ui.add(
-            egui::TextEdit::singleline(&mut self.settings.answer.model)
-                .desired_width(f32::INFINITY),
-        )
+        let paper = Controls {
+            first_stage: FirstStage::Dense,
+            ..defaults.with_policy(PolicyKind::Scar)
+        };
+        if ui
+            .button("Paper's SCAR")
+            .on_hover_text(format!(
+                "{} over {} {} seeds, as the paper ran it",
+                paper.policy(),
+                paper.k,
+                paper.first_stage
+            ))
+            .clicked()
+        {
+            *controls = paper;
+        }
+    });
+    ui.separator();
+    let export = ui
+        .add_enabled(can_export, egui::Button::new("Export ledger…"))
+        .on_hover_text("Save every decision as JSON, as `scar search --json` prints it")
+        .clicked();
+    ui.separator();
+    ui.strong("Answer");
+    ui.label("chat model");
+    ui.add(egui::TextEdit::singleline(&mut answer.model).desired_width(f32::INFINITY))
         .on_hover_text(
             "A GGUF chat model: a known name, a .gguf file or folder, or org/repo:file.gguf",
         );
-        ui.add(
-            egui::DragValue::new(&mut self.settings.answer.max_tokens)
-                .range(1..=4096)
-                .prefix("max tokens "),
-        );
-    }
+    ui.add(
+        egui::DragValue::new(&mut answer.max_tokens)
+            .range(1..=4096)
+            .prefix("max tokens "),
+    );
+    export
 }
 
 /// The policy menu, each kind named as it would run, and the parameters the chosen kind reads.

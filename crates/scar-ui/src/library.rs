@@ -1,119 +1,167 @@
-//! The library panel: the user's indexes, adding a folder, indexing progress and the files that
-//! could not be indexed.
+//! The library panel: the user's indexes, adding a folder or an index, and what the open index
+//! holds, with the files it could not read.
 
-use std::path::Path;
-use std::sync::atomic::Ordering;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use scar_index::{IndexReport, Skipped};
+use scar_index::Skipped;
+use scar_retrieve::Retriever;
 
-use crate::worker::Pick;
-use crate::{ScarApp, file_name};
+use crate::worker::{Pick, Worker};
+use crate::{Result, Settings, file_name};
 
-impl ScarApp {
-    pub(crate) fn library_ui(&mut self, ui: &mut egui::Ui) {
+/// What the user asked of the library panel, for the app to carry out.
+pub(crate) enum LibraryAction {
+    /// Show a file dialog.
+    Pick(Pick),
+    /// Send questions to the index in this folder.
+    Select(PathBuf),
+    /// Index new and changed files of an entry's sources.
+    Update { dir: PathBuf, sources: Vec<PathBuf> },
+    /// Remove the entry at this place from the library.
+    Forget(usize),
+}
+
+/// The open index: which one, and what it holds.
+pub(crate) struct LibraryPanel {
+    /// The open index, shared with the retriever thread, which embeds questions against it.
+    retriever: Option<Arc<Retriever>>,
+    opening: Option<PathBuf>,
+    /// An index that failed to open is not retried until the user selects it again.
+    open_failed: Option<PathBuf>,
+    /// The files the open index could not read, as its runs listed them.
+    skipped: Result<Vec<Skipped>, String>,
+}
+
+impl Default for LibraryPanel {
+    fn default() -> Self {
+        Self {
+            retriever: None,
+            opening: None,
+            open_failed: None,
+            skipped: Ok(Vec::new()),
+        }
+    }
+}
+
+impl LibraryPanel {
+    /// The open index, which may not be the current one yet.
+    pub fn retriever(&self) -> Option<&Arc<Retriever>> {
+        self.retriever.as_ref()
+    }
+
+    /// The open index if it is `current`.
+    pub fn current(&self, current: Option<&Path>) -> Option<&Arc<Retriever>> {
+        self.retriever
+            .as_ref()
+            .filter(|r| Some(r.index().dir()) == current)
+    }
+
+    pub fn is_open(&self, dir: &Path) -> bool {
+        self.retriever
+            .as_ref()
+            .is_some_and(|r| r.index().dir() == dir)
+    }
+
+    /// The index being opened.
+    pub fn opening(&self) -> Option<&Path> {
+        self.opening.as_deref()
+    }
+
+    /// True while an index opens or the `current` one is about to.
+    pub fn is_busy(&self, current: Option<&Path>) -> bool {
+        self.opening.is_some() || self.index_to_open(current).is_some()
+    }
+
+    /// The `current` index, if it is neither open, opening nor known to fail.
+    fn index_to_open(&self, current: Option<&Path>) -> Option<PathBuf> {
+        let current = current?;
+        let wait = self.opening.is_some() || self.open_failed.as_deref() == Some(current);
+        (self.current(Some(current)).is_none() && !wait).then(|| current.to_owned())
+    }
+
+    /// Asks the worker to open the `current` index, unless it is open, opening or failed.
+    pub fn start_opening(&mut self, ctx: &egui::Context, worker: &Worker, current: Option<&Path>) {
+        if let Some(dir) = self.index_to_open(current) {
+            self.opening = Some(dir.clone());
+            worker.open(ctx, dir);
+        }
+    }
+
+    /// The user chose an index: one that failed to open is tried again.
+    pub fn retry_failed(&mut self) {
+        self.open_failed = None;
+    }
+
+    /// Takes in the index the worker opened in `dir`; `None` when the user has moved on to
+    /// another index than `current` meanwhile.
+    pub fn opened(
+        &mut self,
+        current: Option<&Path>,
+        dir: PathBuf,
+        result: Result<Arc<Retriever>>,
+        skipped: Result<Vec<Skipped>, String>,
+    ) -> Option<Result<()>> {
+        self.opening = None;
+        if current != Some(dir.as_path()) {
+            return None;
+        }
+        Some(match result {
+            Ok(retriever) => {
+                self.retriever = Some(retriever);
+                self.skipped =
+                    skipped.map_err(|error| format!("the list of skipped files: {error}"));
+                Ok(())
+            }
+            Err(error) => {
+                self.open_failed = Some(dir);
+                Err(error)
+            }
+        })
+    }
+
+    /// Closes the open index: it was removed, or changed on disk.
+    pub fn close(&mut self) {
+        self.retriever = None;
+    }
+
+    /// The heading, adding a folder or an index (not while `indexing`), the entries of
+    /// `settings`' library, and what the open one holds.
+    pub fn library_ui(
+        &self,
+        ui: &mut egui::Ui,
+        settings: &Settings,
+        indexing: bool,
+    ) -> Option<LibraryAction> {
+        let mut action = None;
         ui.add_space(6.0);
         ui.heading("Library");
-        ui.add_enabled_ui(self.indexing.is_none(), |ui| {
+        ui.add_enabled_ui(!indexing, |ui| {
             ui.horizontal(|ui| {
                 if ui
                     .button("➕ Add folder…")
                     .on_hover_text("Index a folder of documents into a new library entry")
                     .clicked()
                 {
-                    self.pick(ui.ctx(), Pick::FolderToIndex);
+                    action = Some(LibraryAction::Pick(Pick::FolderToIndex));
                 }
                 if ui
                     .button("📂 Open index…")
                     .on_hover_text("Add an index built with `scar index`")
                     .clicked()
                 {
-                    self.pick(ui.ctx(), Pick::ExistingIndex);
+                    action = Some(LibraryAction::Pick(Pick::ExistingIndex));
                 }
             });
         });
         ui.weak("…or drop a folder on the window");
         ui.add_space(4.0);
-        self.entries_ui(ui);
-        self.summary_ui(ui);
-        self.conversations_ui(ui);
-        if let Some(indexing) = &self.indexing {
-            ui.separator();
-            ui.strong(format!("Indexing into {}", indexing.dir.display()));
-            let progress = &indexing.progress;
-            ui.add(egui::ProgressBar::new(progress.fraction() as f32).show_percentage());
-            ui.label(progress.status());
-            let cancelling = indexing.cancel.load(Ordering::Relaxed);
-            if ui
-                .add_enabled(!cancelling, egui::Button::new("Cancel"))
-                .on_hover_text("Stop after the current batch; what was indexed is kept")
-                .clicked()
-            {
-                indexing.cancel.store(true, Ordering::Relaxed);
-            }
-        }
-        if let Some((dir, report)) = &self.last_indexing {
-            ui.separator();
-            report_ui(ui, dir, report);
-        }
-    }
-
-    fn entries_ui(&mut self, ui: &mut egui::Ui) {
-        let mut select = None;
-        let mut update = None;
-        let mut forget = None;
-        for (n, entry) in self.settings.library.iter().enumerate() {
-            let current = self.settings.current.as_ref() == Some(&entry.dir);
-            // Right to left, so that a long name is cut short instead of pushing the buttons out.
-            let row = egui::Layout::right_to_left(egui::Align::Center);
-            ui.allocate_ui_with_layout(egui::vec2(ui.available_width(), 20.0), row, |ui| {
-                if ui
-                    .small_button("🗑")
-                    .on_hover_text("Remove from the library (the index stays on disk)")
-                    .clicked()
-                {
-                    forget = Some(n);
-                }
-                let can_update = !entry.sources.is_empty() && self.indexing.is_none();
-                if ui
-                    .add_enabled(can_update, egui::Button::new("⟳").small())
-                    .on_hover_text("Index new and changed files")
-                    .clicked()
-                {
-                    update = Some((entry.dir.clone(), entry.sources.clone()));
-                }
-                let sources = entry
-                    .sources
-                    .iter()
-                    .map(|s| format!("\nfrom {}", s.display()));
-                let hover = format!("{}{}", entry.dir.display(), sources.collect::<String>());
-                let name = egui::Button::selectable(current, entry.name()).truncate();
-                let width = ui.available_width();
-                if ui
-                    .add_sized([width, 18.0], name)
-                    .on_hover_text(hover)
-                    .clicked()
-                {
-                    select = Some(entry.dir.clone());
-                }
-            });
-        }
-        if let Some(dir) = select {
-            self.select_index(dir);
-        }
-        if let Some((dir, sources)) = update {
-            self.start_indexing(ui.ctx(), dir, sources);
-        }
-        if let Some(n) = forget {
-            let entry = self.settings.library.remove(n);
-            if self.settings.current.as_ref() == Some(&entry.dir) {
-                self.settings.current = None;
-                self.retriever = None;
-                self.evidence = None;
-            }
-        }
-        if self.settings.library.is_empty() {
+        let action = entries_ui(ui, settings, indexing).or(action);
+        if settings.library.is_empty() {
             ui.weak("No indexes yet.");
         }
+        self.summary_ui(ui);
+        action
     }
 
     /// What the open index holds: its model, documents by format, chunks, and the files it
@@ -150,6 +198,51 @@ impl ScarApp {
     }
 }
 
+/// The library's entries, the current one marked, each with update and remove buttons.
+fn entries_ui(ui: &mut egui::Ui, settings: &Settings, indexing: bool) -> Option<LibraryAction> {
+    let mut action = None;
+    for (n, entry) in settings.library.iter().enumerate() {
+        let current = settings.current.as_ref() == Some(&entry.dir);
+        // Right to left, so that a long name is cut short instead of pushing the buttons out.
+        let row = egui::Layout::right_to_left(egui::Align::Center);
+        ui.allocate_ui_with_layout(egui::vec2(ui.available_width(), 20.0), row, |ui| {
+            if ui
+                .small_button("🗑")
+                .on_hover_text("Remove from the library (the index stays on disk)")
+                .clicked()
+            {
+                action = Some(LibraryAction::Forget(n));
+            }
+            let can_update = !entry.sources.is_empty() && !indexing;
+            if ui
+                .add_enabled(can_update, egui::Button::new("⟳").small())
+                .on_hover_text("Index new and changed files")
+                .clicked()
+            {
+                action = Some(LibraryAction::Update {
+                    dir: entry.dir.clone(),
+                    sources: entry.sources.clone(),
+                });
+            }
+            let sources = entry
+                .sources
+                .iter()
+                .map(|s| format!("\nfrom {}", s.display()));
+            let hover = format!("{}{}", entry.dir.display(), sources.collect::<String>());
+            let name = egui::Button::selectable(current, entry.name()).truncate();
+            let width = ui.available_width();
+            if ui
+                .add_sized([width, 18.0], name)
+                .on_hover_text(hover)
+                .clicked()
+            {
+                action = Some(LibraryAction::Select(entry.dir.clone()));
+            }
+        });
+    }
+    action
+}
+
 /// Documents counted by extension, most first: `3 pdf, 2 docx, 1 md`.
 fn formats<'p>(paths: impl Iterator<Item = &'p Path>) -> String {
     let mut counts = std::collections::BTreeMap::<String, usize>::new();
@@ -169,36 +262,8 @@ fn formats<'p>(paths: impl Iterator<Item = &'p Path>) -> String {
         .join(", ")
 }
 
-/// What the last indexing run did, with every file it could not index and why.
-fn report_ui(ui: &mut egui::Ui, dir: &Path, report: &IndexReport) {
-    ui.strong(format!("Last run ({})", file_name(dir)));
-    ui.label(format!(
-        "{} added, {} updated, {} removed, {} unchanged; {} chunks in {:.1} s{}",
-        report.added,
-        report.updated,
-        report.removed,
-        report.unchanged,
-        report.chunks,
-        report.elapsed.as_secs_f64(),
-        if report.cancelled { "; cancelled" } else { "" }
-    ));
-    let problems = [
-        (&report.skipped, "not indexed", ui.visuals().error_fg_color),
-        (
-            &report.warnings,
-            "indexed with a warning",
-            ui.visuals().warn_fg_color,
-        ),
-    ];
-    for (files, what, colour) in problems {
-        if !files.is_empty() {
-            files_ui(ui, what, what, files, colour, true);
-        }
-    }
-}
-
 /// A collapsible list of files, each with its reason; the full path shows on hover.
-fn files_ui(
+pub(crate) fn files_ui(
     ui: &mut egui::Ui,
     what: &str,
     id: &str,
@@ -220,7 +285,7 @@ fn files_ui(
         });
 }
 
-fn files_count(n: usize) -> String {
+pub(crate) fn files_count(n: usize) -> String {
     if n == 1 {
         "1 file".to_owned()
     } else {

@@ -1,15 +1,17 @@
 //! Keeping the library current: the folders indexed into each library entry are watched while
-//! the app runs, and a burst of changes under them starts an indexing run of that entry (one
+//! the app runs, and a burst of changes under them queues that entry for an indexing run (one
 //! run at a time; entries that changed meanwhile wait their turn).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::ScarApp;
+use crate::LibraryEntry;
+use crate::worker::Worker;
 
 /// A watch over one entry's sources, stopped when the entry goes or its sources change.
-pub(crate) struct Watch {
+struct Watch {
     sources: Vec<PathBuf>,
     stop: Arc<AtomicBool>,
 }
@@ -20,11 +22,24 @@ impl Drop for Watch {
     }
 }
 
-impl ScarApp {
-    /// Starts a watch for each entry with sources that has none, and drops the watches of
-    /// entries that are gone or whose sources changed.
-    pub(crate) fn keep_watching(&mut self, ctx: &egui::Context) {
-        let library = &self.settings.library;
+/// The watches over the library's sources, and the entries whose files changed.
+#[derive(Default)]
+pub(crate) struct Watches {
+    /// By index folder.
+    watches: HashMap<PathBuf, Watch>,
+    /// Entries whose files changed, waiting for an indexing run.
+    stale: Vec<PathBuf>,
+}
+
+impl Watches {
+    /// Starts a watch for each entry of `library` with sources that has none, and drops the
+    /// watches of entries that are gone or whose sources changed.
+    pub fn keep_watching(
+        &mut self,
+        ctx: &egui::Context,
+        worker: &Worker,
+        library: &[LibraryEntry],
+    ) {
         self.watches.retain(|dir, watch| {
             library
                 .iter()
@@ -35,7 +50,7 @@ impl ScarApp {
                 continue;
             }
             let stop = Arc::new(AtomicBool::new(false));
-            self.worker.watch(
+            worker.watch(
                 ctx,
                 entry.dir.clone(),
                 entry.sources.clone(),
@@ -49,26 +64,15 @@ impl ScarApp {
         }
     }
 
-    /// Files under `dir`'s sources changed: it is indexed when no other run is going.
-    pub(crate) fn sources_changed(&mut self, dir: PathBuf) {
+    /// Files under `dir`'s sources changed: it waits for its indexing run.
+    pub fn sources_changed(&mut self, dir: PathBuf) {
         if !self.stale.contains(&dir) {
             self.stale.push(dir);
         }
     }
 
-    /// Starts the next run for an entry whose files changed, if none is running.
-    pub(crate) fn index_stale(&mut self, ctx: &egui::Context) {
-        if self.indexing.is_some() || self.stale.is_empty() {
-            return;
-        }
-        let dir = self.stale.remove(0);
-        let Some(entry) = self.settings.library.iter().find(|e| e.dir == dir) else {
-            return;
-        };
-        let sources = entry.sources.clone();
-        self.start_indexing(ctx, dir, sources);
-        if let Some(indexing) = &mut self.indexing {
-            indexing.automatic = true;
-        }
+    /// The entry that has waited longest for a run.
+    pub fn next_stale(&mut self) -> Option<PathBuf> {
+        (!self.stale.is_empty()).then(|| self.stale.remove(0))
     }
 }

@@ -15,8 +15,8 @@ use scar_answer::{
 };
 use scar_embed::{Embedder, ModelLocator};
 use scar_index::{
-    FolderWatch, Index, IndexOptions, IndexProgress, IndexReport, Skipped,
-    finish_interrupted_swap, index_paths, indexing_model,
+    FolderWatch, Index, IndexOptions, IndexProgress, IndexReport, Skipped, finish_interrupted_swap,
+    index_paths, indexing_model,
 };
 use scar_retrieve::{FirstStage, Prepared, Retriever};
 
