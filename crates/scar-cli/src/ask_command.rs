@@ -23,7 +23,11 @@ pub fn run(settings: &Settings, query: &str, json: bool) -> Result<ExitCode> {
     let question = Question::search(&retriever, &prepared, &options)?;
     let params = settings.generation_params();
     if !json {
-        outln!("{} {}", style("question:").bold(), inert(&question.report().query));
+        outln!(
+            "{} {}",
+            style("question:").bold(),
+            inert(&question.report().query)
+        );
         outln!("{}\n", style(question.report().comparison()).dim());
     }
     let mut stdout = std::io::stdout();

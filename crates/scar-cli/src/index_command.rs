@@ -130,7 +130,10 @@ fn capacity_warning(chunker: &ChunkerConfig, embedder: &Embedder) -> Option<Stri
 pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
     let dir = &settings.index.value;
     if let Some(finished) = finish_interrupted_swap(dir)? {
-        eprintln!("{}: an earlier rebuild was stopped; {finished}", dir.display());
+        eprintln!(
+            "{}: an earlier rebuild was stopped; {finished}",
+            dir.display()
+        );
     }
     if args.rebuild || args.repair {
         return rebuild(settings, args);

@@ -182,7 +182,12 @@ pub fn evaluate_answers(
                     test: test.id.to_owned(),
                     source: Box::new(source),
                 })?;
-            let ids: Vec<_> = answered.search.chunks.iter().map(|chunk| chunk.id).collect();
+            let ids: Vec<_> = answered
+                .search
+                .chunks
+                .iter()
+                .map(|chunk| chunk.id)
+                .collect();
             let context = context_extents(index, &ids);
             records.push(record(test, policy, &answered.answer, &context));
             done += 1;

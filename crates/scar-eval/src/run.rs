@@ -290,7 +290,10 @@ impl<'a> Runner<'a> {
                 )?);
             }
             let run = |options: &Options| -> Result<TestScore> {
-                let ledger = self.retriever.ledger(&prepared, options).map_err(retrieve)?;
+                let ledger = self
+                    .retriever
+                    .ledger(&prepared, options)
+                    .map_err(retrieve)?;
                 let context = context_extents(index, &ledger.context);
                 Ok(score(&test.gold, &context, ledger.context_tokens))
             };

@@ -82,9 +82,8 @@ impl Library {
             question,
             retriever,
         } = searched;
-        let report = self.with_answerer(|generator| {
-            question.answer(generator, &retriever, params, on_text)
-        })??;
+        let report = self
+            .with_answerer(|generator| question.answer(generator, &retriever, params, on_text))??;
         Ok(report)
     }
 }
