@@ -2,8 +2,8 @@
 //!
 //! - [`Linear`]: one token goes through the quantized weights with quantized dot products
 //!   (decoding is bound by memory, and the quantized weights are the fewest bytes to read):
-//!   `Q8_0` and `Q4_1` weights through our AVX-512 VNNI product ([`PackedRows`]) where the CPU
-//!   has it, the rest through candle's kernels; a whole prompt goes through one f32 matrix product with the
+//!   `Q8_0`, `Q4_0`, `Q4_1` and `Q4_K` weights through our products ([`PackedRows`], AVX2 or
+//!   AVX-512 VNNI) where the CPU has them, the rest through candle's kernels; a whole prompt goes through one f32 matrix product with the
 //!   weights dequantized for the call (reading a prompt is bound by arithmetic, and the
 //!   dequantization, one pass over the weights, is shared by every row).
 //! - [`KvCache`]: keys and values written in place into room that doubles when full, rather
@@ -29,7 +29,7 @@ const BATCHED_ROWS: usize = 16;
 
 /// A weight matrix, applied as `x · Wᵀ`.
 pub(crate) enum Linear {
-    /// `Q8_0` or `Q4_1` weights in our layout, on a CPU with AVX-512 VNNI.
+    /// `Q8_0`, `Q4_0`, `Q4_1` or `Q4_K` weights in our layout, on a CPU with AVX2.
     Rows(PackedRows),
     /// Any other weights, through candle.
     Candle {
@@ -261,6 +261,8 @@ pub(crate) struct SelfAttention {
     pub(crate) key: Linear,
     pub(crate) value: Linear,
     pub(crate) output: Linear,
+    /// Biases added to the query, key and value projections (Qwen 2), if any.
+    pub(crate) biases: Option<[Tensor; 3]>,
     pub(crate) query_norm: Option<RmsNorm>,
     pub(crate) key_norm: Option<RmsNorm>,
     /// Keys reach this many positions back; `None` attends to every earlier position.
@@ -277,7 +279,7 @@ pub(crate) struct SelfAttention {
 
 impl SelfAttention {
     /// The projections of one layer (`weight` reads `attn_q` and the rest of its tensors), with
-    /// no per-head norms and no window.
+    /// no biases, no per-head norms and no window.
     pub(crate) fn load(
         weight: &mut impl FnMut(&str) -> Result<QTensor>,
         heads: usize,
@@ -289,6 +291,7 @@ impl SelfAttention {
             key: Linear::new(weight("attn_k")?)?,
             value: Linear::new(weight("attn_v")?)?,
             output: Linear::new(weight("attn_output")?)?,
+            biases: None,
             query_norm: None,
             key_norm: None,
             window: None,
@@ -321,9 +324,24 @@ impl SelfAttention {
                 None => Ok(t),
             }
         };
-        let q = heads(self.query.forward(x)?, self.heads, self.query_norm.as_ref())?;
-        let k = heads(self.key.forward(x)?, self.kv_heads, self.key_norm.as_ref())?;
-        let v = heads(self.value.forward(x)?, self.kv_heads, None)?;
+        let projected = |linear: &Linear, part: usize| {
+            let out = linear.forward(x)?;
+            match &self.biases {
+                Some(biases) => out.broadcast_add(&biases[part]),
+                None => Ok(out),
+            }
+        };
+        let q = heads(
+            projected(&self.query, 0)?,
+            self.heads,
+            self.query_norm.as_ref(),
+        )?;
+        let k = heads(
+            projected(&self.key, 1)?,
+            self.kv_heads,
+            self.key_norm.as_ref(),
+        )?;
+        let v = heads(projected(&self.value, 2)?, self.kv_heads, None)?;
         let q = rotary.apply(&q, position)?;
         let k = rotary.apply(&k, position)?;
         let (k, v) = self.cache.append(&k, &v, position)?;

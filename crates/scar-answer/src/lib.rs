@@ -48,7 +48,7 @@ use serde::{Deserialize, Serialize};
 pub use attribution::{FOUND_SHARE, SentenceSupport};
 pub use conversation::{Turn, standalone_question};
 pub use error::{AnswerError, Result};
-pub use local::{LoadOptions, LocalModel, vnni_products};
+pub use local::{LoadOptions, LocalModel, cpu_decoding, decoding_instructions};
 pub use locate::{DEFAULT_LLM, KNOWN_LLMS, KnownLlm, LlmLocator};
 pub use prompt::{AnswerPiece, Citations, Prompt, Source, answer_pieces};
 pub use question::Question;
@@ -165,11 +165,7 @@ pub struct AnswerReport {
 
 impl AnswerReport {
     /// The report of `answer`, built from `search`.
-    fn new(
-        search: SearchReport,
-        answer: Answer,
-        baseline_prompt_tokens: Option<usize>,
-    ) -> Self {
+    fn new(search: SearchReport, answer: Answer, baseline_prompt_tokens: Option<usize>) -> Self {
         Self {
             schema: ANSWER_SCHEMA_VERSION.to_owned(),
             search,

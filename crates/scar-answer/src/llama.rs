@@ -1,7 +1,9 @@
-//! Llama (and Mistral, `SmolLM2`) over quantized GGUF weights, on the shared decoder parts:
-//! the same arithmetic as candle-transformers' quantized Llama, with the prompt read through
-//! one matrix product per weight, keys and values cached in place and grouped-query attention
-//! without copies. Mixture-of-experts files (Mixtral) go to candle's model instead.
+//! Llama (and Mistral, `SmolLM2`) and Qwen 2 over quantized GGUF weights, on the shared decoder
+//! parts: the same arithmetic as candle-transformers' quantized Llama and Qwen 2, with the
+//! prompt read through one matrix product per weight, keys and values cached in place and
+//! grouped-query attention without copies. Qwen 2 is Llama with biases on the query, key and
+//! value projections and the halves of each head rotated rather than adjacent pairs.
+//! Mixture-of-experts files (Mixtral) go to candle's model instead.
 
 use std::io::{Read, Seek};
 use std::sync::Arc;
@@ -41,6 +43,25 @@ impl Layer {
     }
 }
 
+/// The members of the family, as a GGUF file's `general.architecture` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// `llama`: Llama, Mistral, `SmolLM2`.
+    Llama,
+    /// `qwen2`.
+    Qwen2,
+}
+
+impl Family {
+    /// The prefix of the file's settings.
+    fn key(self) -> &'static str {
+        match self {
+            Self::Llama => "llama",
+            Self::Qwen2 => "qwen2",
+        }
+    }
+}
+
 /// A Llama-architecture transformer ready to run.
 pub struct Llama {
     /// Quantized; rows are dequantized as they are looked up.
@@ -61,13 +82,15 @@ impl Llama {
             .is_some_and(|experts| experts > 1)
     }
 
-    /// Reads the weights and settings a llama.cpp conversion writes (`llama.*` keys).
+    /// Reads the weights and settings a llama.cpp conversion writes for `family` (`llama.*` or
+    /// `qwen2.*` keys).
     pub fn from_gguf<R: Read + Seek>(
+        family: Family,
         content: &Content,
         reader: &mut R,
         device: &Device,
     ) -> Result<Self> {
-        let settings = Settings::new(content, "llama");
+        let settings = Settings::new(content, family.key());
         let count = |key: &str| settings.count(key);
         let (heads, kv_heads) = settings.heads()?;
         let hidden = count("embedding_length")?;
@@ -86,10 +109,21 @@ impl Llama {
         let count_layers = count("block_count")?;
         let mut layers = Vec::with_capacity(count_layers);
         for index in 0..count_layers {
+            let mut attention = SelfAttention::load(
+                &mut |part| tensor(&format!("blk.{index}.{part}.weight")),
+                heads,
+                kv_heads,
+                head_dim,
+            )?;
+            if family == Family::Qwen2 {
+                let mut bias =
+                    |part: &str| tensor(&format!("blk.{index}.{part}.bias"))?.dequantize(device);
+                attention.biases = Some([bias("attn_q")?, bias("attn_k")?, bias("attn_v")?]);
+            }
             let mut weight = |part: &str| tensor(&format!("blk.{index}.{part}.weight"));
             layers.push(Layer {
                 attention_norm: RmsNorm::from_qtensor(weight("attn_norm")?, eps)?,
-                attention: SelfAttention::load(&mut weight, heads, kv_heads, head_dim)?,
+                attention,
                 feed_forward_norm: RmsNorm::from_qtensor(weight("ffn_norm")?, eps)?,
                 gate: Linear::new(weight("ffn_gate")?)?,
                 up: Linear::new(weight("ffn_up")?)?,
@@ -99,8 +133,15 @@ impl Llama {
         Ok(Self {
             embeddings,
             layers,
-            // llama.cpp stores Llama's query and key weights for rotating adjacent pairs.
-            rotary: Rotary::new(rope_dimensions, rope_base, positions, true, device)?,
+            // llama.cpp stores Llama's query and key weights for rotating adjacent pairs, and
+            // Qwen 2's for rotating halves.
+            rotary: Rotary::new(
+                rope_dimensions,
+                rope_base,
+                positions,
+                family == Family::Llama,
+                device,
+            )?,
             norm,
             head,
         })

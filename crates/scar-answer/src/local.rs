@@ -11,9 +11,7 @@ use candle_core::quantized::gguf_file::{Content, Value};
 use candle_core::quantized::{GgmlDType, QStorage, QTensor};
 use candle_core::{Device, Tensor};
 use candle_transformers::generation::{LogitsProcessor, Sampling};
-use candle_transformers::models::{
-    quantized_llama, quantized_phi3, quantized_qwen2, quantized_qwen3,
-};
+use candle_transformers::models::{quantized_llama, quantized_phi3, quantized_qwen3};
 use scar_embed::DeviceChoice;
 use tokenizers::Tokenizer;
 
@@ -27,12 +25,25 @@ use crate::{
 /// How many recent tokens the repetition penalty looks back over.
 const REPEAT_WINDOW: usize = 64;
 
-/// True when this CPU decodes `Q8_0` and `Q4_1` weights through our own products (AVX-512
-/// VNNI); elsewhere they go through candle's kernels, and `Q4_1` is converted at load (see
-/// [`LoadOptions::requantize`]).
+/// The instructions this CPU decodes `Q8_0`, `Q4_0`, `Q4_1` and `Q4_K` weights with through our
+/// own products (`AVX-512 VNNI` or `AVX2`), or `None` where they go through candle's kernels
+/// and `Q4_1` is converted at load (see [`LoadOptions::requantize`]).
 #[must_use]
-pub fn vnni_products() -> bool {
-    crate::packed::available()
+pub fn decoding_instructions() -> Option<&'static str> {
+    crate::packed::Kernel::best().map(crate::packed::Kernel::name)
+}
+
+/// How chat models decode on this CPU, as a person reads it: which weight formats go through
+/// our own products, on which instructions.
+#[must_use]
+pub fn cpu_decoding() -> String {
+    match decoding_instructions() {
+        Some(instructions) => format!(
+            "Q8_0, Q4_0, Q4_1, Q4_K and Q5_0 weights decoded on {instructions}, other formats \
+             through candle's kernels"
+        ),
+        None => "every weight format through candle's kernels".to_owned(),
+    }
 }
 
 /// Loading options for a local model.
@@ -41,8 +52,9 @@ pub struct LoadOptions {
     /// Where the model runs.
     pub device: DeviceChoice,
     /// Converts weights in formats without a fast CPU kernel to `Q8_0` at load time, for faster
-    /// decoding: `Q5_0` and `Q5_1`, and `Q4_1` unless [`vnni_products`] runs it. `Q8_0` holds a
-    /// `Q5_0` block exactly and a `Q4_1` block almost exactly.
+    /// decoding: `Q5_1`, and `Q4_1` and `Q5_0` where our own products do not read them
+    /// ([`decoding_instructions`] is `None`, or rows that are not whole pairs of blocks). `Q8_0`
+    /// holds a `Q5_0` block exactly and a `Q4_1` block almost exactly.
     pub requantize: bool,
 }
 
@@ -84,10 +96,10 @@ impl Architecture {
 /// The transformer of one architecture. Each model clears its key-value cache when a forward
 /// pass starts at position 0.
 enum Weights {
+    /// Llama, Mistral, `SmolLM2` and Qwen 2, on our decoder.
     Llama(crate::llama::Llama),
     /// Llama-architecture mixtures of experts (Mixtral), through candle's model.
     LlamaExperts(quantized_llama::ModelWeights),
-    Qwen2(quantized_qwen2::ModelWeights),
     Qwen3(quantized_qwen3::ModelWeights),
     Gemma(crate::gemma::Gemma),
     Phi3(quantized_phi3::ModelWeights),
@@ -106,11 +118,17 @@ impl Weights {
                     content, reader, device,
                 )?)
             }
-            Architecture::Llama => {
-                Self::Llama(crate::llama::Llama::from_gguf(&content, reader, device)?)
-            }
-            Architecture::Qwen2 => Self::Qwen2(quantized_qwen2::ModelWeights::from_gguf(
-                content, reader, device,
+            Architecture::Llama => Self::Llama(crate::llama::Llama::from_gguf(
+                crate::llama::Family::Llama,
+                &content,
+                reader,
+                device,
+            )?),
+            Architecture::Qwen2 => Self::Llama(crate::llama::Llama::from_gguf(
+                crate::llama::Family::Qwen2,
+                &content,
+                reader,
+                device,
             )?),
             Architecture::Qwen3 => Self::Qwen3(quantized_qwen3::ModelWeights::from_gguf(
                 content, reader, device,
@@ -129,7 +147,6 @@ impl Weights {
         match self {
             Self::Llama(model) => model.forward(input, position),
             Self::LlamaExperts(model) => model.forward(input, position),
-            Self::Qwen2(model) => model.forward(input, position),
             Self::Qwen3(model) => model.forward(input, position),
             Self::Gemma(model) => model.forward(input, position),
             Self::Phi3(model) => model.forward(input, position),
@@ -395,16 +412,16 @@ fn load_requantized<R: Read + Seek>(
     reader: &mut R,
     device: &Device,
 ) -> candle_core::Result<(Weights, usize)> {
-    let q4_1_fast = device.is_cpu() && vnni_products();
-    let slow = |dtype: GgmlDType| match dtype {
-        GgmlDType::Q5_0 | GgmlDType::Q5_1 => true,
-        GgmlDType::Q4_1 => !q4_1_fast,
+    let ours = device.is_cpu() && decoding_instructions().is_some();
+    let slow = |dtype: GgmlDType, dims: &[usize]| match dtype {
+        GgmlDType::Q5_1 => true,
+        GgmlDType::Q4_1 | GgmlDType::Q5_0 => !(ours && crate::packed::takes_shape(dims)),
         _ => false,
     };
     if !content
         .tensor_infos
         .values()
-        .any(|info| slow(info.ggml_dtype))
+        .any(|info| slow(info.ggml_dtype, info.shape.dims()))
     {
         return Ok((
             Weights::from_gguf(architecture, content, reader, device)?,
@@ -417,7 +434,7 @@ fn load_requantized<R: Read + Seek>(
     let mut converted = 0;
     for name in names {
         let tensor = content.tensor(reader, name, &Device::Cpu)?;
-        let tensor = if slow(tensor.dtype()) {
+        let tensor = if slow(tensor.dtype(), tensor.shape().dims()) {
             converted += 1;
             to_q8_0(&tensor)?
         } else {

@@ -1,26 +1,96 @@
 //! Weight matrices laid out for decoding. One token's activations times a weight matrix is the
-//! product decoding spends its time in, and candle's x86 kernels take each block of 32 weights
-//! through AVX2's two-step byte products (`Q8_0`) or through scalar code (`Q4_1`). Here a
-//! matrix's quantized weights are stored row after row with the block scales apart, so that
-//! two blocks load at once, and AVX-512 VNNI's `vpdpbusd` multiplies and sums 64 byte pairs in
-//! one instruction; the activations are quantized to bytes per block of 32, as llama.cpp
-//! quantizes them. Rows are split across candle's own worker threads, which run the rest of the
-//! model (a second pool would compete with them for the cores).
+//! product decoding spends its time in. Here a matrix's quantized weights are stored row after
+//! row with the block scales apart, so that two blocks load at once, and the activations are
+//! quantized to bytes per block of 32, as llama.cpp quantizes them; a block's byte products sum
+//! exactly in integers. Two kernels read that layout, chosen at run time:
+//! - AVX-512 VNNI: one `vpdpbusd` multiplies and sums 64 byte pairs;
+//! - AVX2 (every x86-64 laptop of the last decade): `vpmaddubsw` then `vpmaddwd` on 32 pairs at
+//!   a time. The first pairs an unsigned byte with a signed one and saturates at 16 bits, which
+//!   these operands never reach: activations' magnitudes (at most 127) against weights of −127
+//!   to 127, or nibbles (at most 15) against activations.
 //!
-//! Used where the CPU has AVX-512 VNNI and rows are whole pairs of blocks; the rest stays on
-//! candle's kernels.
+//! Formats: `Q8_0`; nibbles with a scale and a minimum per block of 32, which hold `Q4_1` as
+//! stored, `Q4_0` (its minimum is −8 × its scale) and `Q4_K` (each 32-weight sub-block's 6-bit
+//! scale and minimum times the super-block's f16 factors, exact in f32); and `Q5_0`, nibbles
+//! with a fifth bit each (its minimum is −16 × its scale): the file's weights exactly, in every
+//! case, read in as few bytes as the file holds them in. Rows are split across candle's own worker threads, which run
+//! the rest of the model (a second pool would compete with them for the cores).
+//!
+//! Used where the CPU has AVX2 (or AVX-512 VNNI) and rows are whole pairs of blocks; the rest
+//! stays on candle's kernels.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Result, Tensor};
 
-/// Weights of one block, in both formats.
+/// Weights of one block, in every format.
 const BLOCK: usize = 32;
 /// Weights of the two blocks one step of the product takes.
 const PAIR: usize = 2 * BLOCK;
 /// Bytes of a `Q8_0` block in a GGUF file: its f16 scale, then its 32 signed weights.
 pub(crate) const Q8_0_BLOCK_BYTES: usize = 2 + BLOCK;
+/// Weights of a K-quant super-block.
+const SUPER_BLOCK: usize = 256;
+/// Bytes of a `Q4_K` super-block: f16 scale and minimum factors, 12 bytes of 6-bit sub-block
+/// scales and minimums, then 128 bytes of nibbles.
+const Q4_K_BLOCK_BYTES: usize = 4 + 12 + SUPER_BLOCK / 2;
+/// Bytes of a `Q5_0` block: its f16 scale, the fifth bits of its 32 weights, their nibbles.
+pub(crate) const Q5_0_BLOCK_BYTES: usize = 2 + 4 + BLOCK / 2;
+
+/// The instructions our products run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kernel {
+    /// `vpdpbusd` on 512 bits.
+    Avx512Vnni,
+    /// `vpmaddubsw` and `vpmaddwd` on 256 bits.
+    Avx2,
+}
+
+impl Kernel {
+    /// The fastest kernel this CPU runs, if any.
+    pub(crate) fn best() -> Option<Self> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            // Both kernels sum the minimums' products with AVX2 and FMA.
+            if !(has!("avx2") && has!("fma")) {
+                return None;
+            }
+            if has!("avx512f") && has!("avx512bw") && has!("avx512vnni") {
+                Some(Self::Avx512Vnni)
+            } else {
+                Some(Self::Avx2)
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        None
+    }
+
+    /// Every kernel this CPU runs, the fastest first.
+    #[cfg(test)]
+    fn all_here() -> Vec<Self> {
+        let mut kernels: Vec<Self> = Self::best().into_iter().collect();
+        if kernels == [Self::Avx512Vnni] {
+            // AVX-512 implies AVX2 and FMA.
+            kernels.push(Self::Avx2);
+        }
+        kernels
+    }
+
+    /// What it runs on, as a person reads it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Avx512Vnni => "AVX-512 VNNI",
+            Self::Avx2 => "AVX2",
+        }
+    }
+}
+
+/// True for a matrix shape our product reads: rows of whole pairs of blocks.
+pub(crate) fn takes_shape(dims: &[usize]) -> bool {
+    matches!(dims, [_, columns] if columns.is_multiple_of(PAIR))
+}
 
 /// How the weights of a matrix are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +99,10 @@ enum Format {
     Q8_0,
     /// A nibble per weight, block `b`'s 16 bytes holding weights 0-15 in their low halves and
     /// 16-31 in their high halves; weight = scale · nibble + minimum.
-    Q4_1,
+    Nibbles,
+    /// `Nibbles` with a fifth bit above each nibble; weight = scale · (nibble + 16 · bit) +
+    /// minimum.
+    Fives,
 }
 
 impl Format {
@@ -37,60 +110,73 @@ impl Format {
     fn weight_bytes(self, weights: usize) -> usize {
         match self {
             Self::Q8_0 => weights,
-            Self::Q4_1 => weights / 2,
+            Self::Nibbles | Self::Fives => weights / 2,
         }
     }
 }
 
 /// A quantized matrix (rows × columns, applied as `x · Wᵀ`) in the layout of our product.
 pub(crate) struct PackedRows {
+    kernel: Kernel,
     format: Format,
     /// The quantized weights, row after row.
     weights: Vec<u8>,
     /// One scale per block.
     scales: Vec<f32>,
-    /// One minimum per block (`Q4_1`; empty for `Q8_0`).
+    /// One minimum per block (`Nibbles` and `Fives`; empty for `Q8_0`).
     minimums: Vec<f32>,
+    /// `Fives`: each pair of blocks' fifth bits, one word, in the order the kernels split the
+    /// pair's nibbles (block A's weights 0-15, B's 0-15, A's 16-31, B's 16-31).
+    fifths: Vec<u64>,
     rows: usize,
     columns: usize,
 }
 
-/// True when the CPU runs our product (AVX-512 VNNI with the byte operations of AVX-512 BW).
-pub(crate) fn available() -> bool {
-    vnni::available()
-}
-
 impl PackedRows {
-    /// `tensor` laid out for our product, or `None` where it cannot run: neither `Q8_0` nor
-    /// `Q4_1`, not on the CPU, rows that are not whole pairs of blocks, a CPU without AVX-512
-    /// VNNI, or a `Q8_0` weight of −128 (which llama.cpp never writes, and whose sign the
-    /// product could not turn).
+    /// `tensor` laid out for our product, or `None` where it cannot run: not `Q8_0`, `Q4_0`,
+    /// `Q4_1`, `Q4_K` or `Q5_0`, not on the CPU, rows that are not whole pairs of blocks, a CPU without
+    /// AVX2, or a `Q8_0` weight of −128 (which llama.cpp never writes, and whose sign the product
+    /// could not turn).
     pub(crate) fn from_tensor(tensor: &QTensor) -> Result<Option<Self>> {
+        match Kernel::best() {
+            Some(kernel) => Self::for_kernel(tensor, kernel),
+            None => Ok(None),
+        }
+    }
+
+    /// [`Self::from_tensor`] for one of the kernels that [`Kernel::best`] or
+    /// [`Kernel::all_here`] gave.
+    fn for_kernel(tensor: &QTensor, kernel: Kernel) -> Result<Option<Self>> {
         let &[rows, columns] = tensor.shape().dims() else {
             return Ok(None);
         };
-        let format = match tensor.dtype() {
-            GgmlDType::Q8_0 => Format::Q8_0,
-            GgmlDType::Q4_1 => Format::Q4_1,
-            _ => return Ok(None),
-        };
-        if !columns.is_multiple_of(PAIR) || !tensor.device().is_cpu() || !available() {
+        if !takes_shape(tensor.shape().dims()) || !tensor.device().is_cpu() {
             return Ok(None);
         }
+        let format = match tensor.dtype() {
+            GgmlDType::Q8_0 => Format::Q8_0,
+            GgmlDType::Q4_0 | GgmlDType::Q4_1 | GgmlDType::Q4K => Format::Nibbles,
+            GgmlDType::Q5_0 => Format::Fives,
+            _ => return Ok(None),
+        };
         let data = tensor.data()?;
         let blocks = rows * columns / BLOCK;
         let mut packed = Self {
+            kernel,
             format,
-            weights: Vec::with_capacity(rows * columns),
+            weights: Vec::with_capacity(format.weight_bytes(rows * columns)),
             scales: Vec::with_capacity(blocks),
             minimums: Vec::new(),
+            fifths: Vec::new(),
             rows,
             columns,
         };
-        let half = |bytes: &[u8]| half::f16::from_le_bytes([bytes[0], bytes[1]]).to_f32();
-        match format {
+        if format != Format::Q8_0 {
+            packed.minimums.reserve(blocks);
+        }
+        match tensor.dtype() {
             // The f16 scale, then 32 signed bytes.
-            Format::Q8_0 => {
+            GgmlDType::Q8_0 => {
                 for block in data.chunks_exact(Q8_0_BLOCK_BYTES) {
                     packed.scales.push(half(block));
                     packed.weights.extend_from_slice(&block[2..]);
@@ -99,17 +185,73 @@ impl PackedRows {
                     return Ok(None);
                 }
             }
+            // The f16 scale, then 16 bytes of nibbles that stand for nibble − 8.
+            GgmlDType::Q4_0 => {
+                for block in data.chunks_exact(2 + BLOCK / 2) {
+                    let scale = half(block);
+                    packed.scales.push(scale);
+                    packed.minimums.push(-8.0 * scale);
+                    packed.weights.extend_from_slice(&block[2..]);
+                }
+            }
             // The f16 scale and minimum, then 16 bytes of nibbles.
-            Format::Q4_1 => {
-                packed.minimums.reserve(blocks);
+            GgmlDType::Q4_1 => {
                 for block in data.chunks_exact(4 + BLOCK / 2) {
                     packed.scales.push(half(block));
                     packed.minimums.push(half(&block[2..]));
                     packed.weights.extend_from_slice(&block[4..]);
                 }
             }
+            // The f16 scale, the 32 weights' fifth bits, then 16 bytes of nibbles; the whole
+            // stands for (nibble + 16 · bit) − 16.
+            GgmlDType::Q5_0 => {
+                packed.fifths.reserve(blocks / 2);
+                for pair in data.chunks_exact(2 * Q5_0_BLOCK_BYTES) {
+                    let (a, b) = pair.split_at(Q5_0_BLOCK_BYTES);
+                    let bits = |block: &[u8]| {
+                        u64::from(u32::from_le_bytes([block[2], block[3], block[4], block[5]]))
+                    };
+                    let (a_bits, b_bits) = (bits(a), bits(b));
+                    packed.fifths.push(
+                        (a_bits & 0xFFFF)
+                            | (b_bits & 0xFFFF) << 16
+                            | (a_bits >> 16) << 32
+                            | (b_bits >> 16) << 48,
+                    );
+                    for block in [a, b] {
+                        let scale = half(block);
+                        packed.scales.push(scale);
+                        packed.minimums.push(-16.0 * scale);
+                        packed.weights.extend_from_slice(&block[6..]);
+                    }
+                }
+            }
+            _ => {
+                for block in data.chunks_exact(Q4_K_BLOCK_BYTES) {
+                    packed.push_q4_k(block);
+                }
+            }
         }
         Ok(Some(packed))
+    }
+
+    /// One `Q4_K` super-block as eight blocks of nibbles. Its 64-weight chunks hold one
+    /// sub-block in their 32 bytes' low nibbles and the next in their high ones; each
+    /// sub-block's weight is `d · scale · nibble − dmin · minimum`, with a 6-bit scale and
+    /// minimum.
+    fn push_q4_k(&mut self, block: &[u8]) {
+        let (d, dmin) = (half(block), half(&block[2..]));
+        let packed_scales: &[u8; 12] = block[4..16].try_into().expect("a whole super-block");
+        for (chunk, bytes) in block[16..].chunks_exact(BLOCK).enumerate() {
+            for (sub_block, shift) in [(2 * chunk, 0), (2 * chunk + 1, 4)] {
+                let (scale, minimum) = q4_k_scale_and_minimum(sub_block, packed_scales);
+                self.scales.push(d * f32::from(scale));
+                self.minimums.push(-dmin * f32::from(minimum));
+                let nibble = |i: usize| (bytes[i] >> shift) & 0x0F;
+                self.weights
+                    .extend((0..BLOCK / 2).map(|i| nibble(i) | nibble(i + BLOCK / 2) << 4));
+            }
+        }
     }
 
     /// `x · Wᵀ` for one row `x` of `columns` values.
@@ -121,25 +263,28 @@ impl PackedRows {
                 self.columns
             );
         }
-        let activations = Activations::quantize(x, self.format);
+        let activations = Activations::quantize(x, self.format, self.kernel);
         let blocks = self.columns / BLOCK;
+        let pairs = self.columns / PAIR;
         let row_bytes = self.format.weight_bytes(self.columns);
         // Each row's result is written once, by whichever thread takes the row: as bits, so
         // that the threads share the output without locks.
         let out: Vec<AtomicU32> = (0..self.rows).map(|_| AtomicU32::new(0)).collect();
         candle_core::utils::barrier_pool().execute_chunked(self.rows, |rows| {
             for row in rows {
-                let weights = &self.weights[row * row_bytes..(row + 1) * row_bytes];
-                let scales = &self.scales[row * blocks..(row + 1) * blocks];
-                let mut value = vnni::row(self.format, weights, scales, &activations);
-                if self.format == Format::Q4_1 {
-                    let minimums = &self.minimums[row * blocks..(row + 1) * blocks];
-                    value += minimums
-                        .iter()
-                        .zip(&activations.block_sums)
-                        .map(|(m, s)| m * s)
-                        .sum::<f32>();
-                }
+                let weights = Row {
+                    bytes: &self.weights[row * row_bytes..(row + 1) * row_bytes],
+                    scales: &self.scales[row * blocks..(row + 1) * blocks],
+                    minimums: self
+                        .minimums
+                        .get(row * blocks..(row + 1) * blocks)
+                        .unwrap_or_default(),
+                    fifths: self
+                        .fifths
+                        .get(row * pairs..(row + 1) * pairs)
+                        .unwrap_or_default(),
+                };
+                let value = x86::row(self.kernel, self.format, &weights, &activations);
                 out[row].store(value.to_bits(), Ordering::Relaxed);
             }
         });
@@ -158,12 +303,23 @@ impl PackedRows {
                     values.extend(block.iter().map(|&q| f32::from(q.cast_signed()) * scale));
                 }
             }
-            Format::Q4_1 => {
+            Format::Nibbles | Format::Fives => {
                 let blocks = self.weights.chunks_exact(BLOCK / 2);
-                for ((block, &scale), &minimum) in blocks.zip(&self.scales).zip(&self.minimums) {
-                    let weight = |nibble: u8| f32::from(nibble) * scale + minimum;
-                    values.extend(block.iter().map(|&q| weight(q & 0x0F)));
-                    values.extend(block.iter().map(|&q| weight(q >> 4)));
+                for (index, ((block, &scale), &minimum)) in
+                    blocks.zip(&self.scales).zip(&self.minimums).enumerate()
+                {
+                    let bits = self.fifth_bits(index);
+                    let weight = |nibble: u8, j: usize| {
+                        let fifth = u8::from(bits >> j & 1 == 1) << 4;
+                        f32::from(nibble | fifth) * scale + minimum
+                    };
+                    values.extend(block.iter().enumerate().map(|(j, &q)| weight(q & 0x0F, j)));
+                    values.extend(
+                        block
+                            .iter()
+                            .enumerate()
+                            .map(|(j, &q)| weight(q >> 4, j + 16)),
+                    );
                 }
             }
         }
@@ -171,23 +327,68 @@ impl PackedRows {
     }
 }
 
+impl PackedRows {
+    /// Block `index`'s fifth bits, bit `j` for weight `j` (none for other formats than `Fives`).
+    fn fifth_bits(&self, index: usize) -> u32 {
+        let Some(&pair) = self.fifths.get(index / 2) else {
+            return 0;
+        };
+        // The pair's word holds block A's bits 0-15, B's 0-15, A's 16-31, B's 16-31.
+        let shift = if index % 2 == 0 { 0 } else { 16 };
+        let half = |word: u64| (word >> shift & 0xFFFF) as u32;
+        half(pair) | half(pair >> 32) << 16
+    }
+}
+
+/// One row of weights, as the kernels read it.
+struct Row<'a> {
+    bytes: &'a [u8],
+    scales: &'a [f32],
+    /// `Nibbles` and `Fives` only.
+    minimums: &'a [f32],
+    /// `Fives` only.
+    fifths: &'a [u64],
+}
+
+/// The f16 at the start of `bytes`.
+fn half(bytes: &[u8]) -> f32 {
+    half::f16::from_le_bytes([bytes[0], bytes[1]]).to_f32()
+}
+
+/// Sub-block `j`'s 6-bit scale and minimum from a `Q4_K` super-block's 12 packed bytes: the
+/// first four sub-blocks' in the low six bits of bytes 0-3 and 4-7, the last four's low four
+/// bits in bytes 8-11 and their high two bits in the top bits of bytes 0-7.
+fn q4_k_scale_and_minimum(j: usize, packed: &[u8; 12]) -> (u8, u8) {
+    if j < 4 {
+        (packed[j] & 63, packed[j + 4] & 63)
+    } else {
+        (
+            (packed[j + 4] & 0x0F) | ((packed[j - 4] >> 6) << 4),
+            (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4),
+        )
+    }
+}
+
 /// One row of activations quantized per block of 32: a scale (the largest magnitude over 127)
-/// and rounded signed bytes, laid out as the weights' format needs them.
+/// and rounded signed bytes, laid out as the weights' format and the kernel need them.
 struct Activations {
-    /// `Q8_0`: the bytes' magnitudes, as `vpdpbusd` wants one side unsigned (the weights'
-    /// signs are turned by `negative`). `Q4_1`: the signed bytes, each pair of blocks in the
-    /// order of the weights' nibbles once split (block A's 0-15, B's 0-15, A's 16-31, B's 16-31).
+    /// `Q8_0`: the bytes' magnitudes, the unsigned side of the byte products (the weights'
+    /// signs are turned by the activations'). `Nibbles` and `Fives`: the signed bytes, each pair of blocks
+    /// in the order of the weights' nibbles once split (block A's 0-15, B's 0-15, A's 16-31,
+    /// B's 16-31).
     bytes: Vec<u8>,
-    /// `Q8_0`: bit `i` of word `p` is set when value `64·p + i` is negative.
+    /// `Q8_0` on AVX-512: bit `i` of word `p` is set when value `64·p + i` is negative.
     negative: Vec<u64>,
+    /// `Q8_0` on AVX2: the signed bytes, whose signs `vpsignb` gives the weights.
+    signs: Vec<u8>,
     scales: Vec<f32>,
-    /// `Q4_1`: each block's scale times the sum of its bytes, which the weights' minimums
+    /// `Nibbles` and `Fives`: each block's scale times the sum of its bytes, which the weights' minimums
     /// multiply.
     block_sums: Vec<f32>,
 }
 
 impl Activations {
-    fn quantize(x: &[f32], format: Format) -> Self {
+    fn quantize(x: &[f32], format: Format, kernel: Kernel) -> Self {
         let blocks = x.len() / BLOCK;
         let mut quantized = vec![0i8; x.len()];
         let mut scales = Vec::with_capacity(blocks);
@@ -203,20 +404,30 @@ impl Activations {
         let mut activations = Self {
             bytes: Vec::with_capacity(x.len()),
             negative: Vec::new(),
+            signs: Vec::new(),
             scales,
             block_sums: Vec::new(),
         };
         match format {
             Format::Q8_0 => {
-                activations.negative = vec![0; x.len() / PAIR];
-                for (i, &q) in quantized.iter().enumerate() {
-                    activations.bytes.push(q.unsigned_abs());
-                    if q < 0 {
-                        activations.negative[i / PAIR] |= 1 << (i % PAIR);
+                activations
+                    .bytes
+                    .extend(quantized.iter().map(|q| q.unsigned_abs()));
+                match kernel {
+                    Kernel::Avx512Vnni => {
+                        activations.negative = vec![0; x.len() / PAIR];
+                        for (i, &q) in quantized.iter().enumerate() {
+                            if q < 0 {
+                                activations.negative[i / PAIR] |= 1 << (i % PAIR);
+                            }
+                        }
+                    }
+                    Kernel::Avx2 => {
+                        activations.signs = quantized.iter().map(|q| q.cast_unsigned()).collect();
                     }
                 }
             }
-            Format::Q4_1 => {
+            Format::Nibbles | Format::Fives => {
                 for pair in quantized.chunks_exact(PAIR) {
                     let (a, b) = pair.split_at(BLOCK);
                     for half in [&a[..16], &b[..16], &a[16..], &b[16..]] {
@@ -236,131 +447,292 @@ impl Activations {
     }
 }
 
-mod vnni {
-    #[cfg(target_arch = "x86_64")]
-    use std::arch::x86_64::{
-        __m512, __m512i, _mm256_and_si256, _mm256_loadu_si256, _mm256_set1_epi8, _mm256_srli_epi16,
-        _mm512_castsi256_si512, _mm512_cvtepi32_ps, _mm512_dpbusd_epi32, _mm512_fmadd_ps,
-        _mm512_inserti64x4, _mm512_loadu_si512, _mm512_mask_blend_ps, _mm512_mask_sub_epi8,
-        _mm512_reduce_add_ps, _mm512_set1_ps, _mm512_setzero_ps, _mm512_setzero_si512,
-    };
+mod x86 {
+    use super::{Activations, Format, Kernel, Row};
 
-    use super::{Activations, BLOCK, Format, PAIR};
-
-    pub(super) fn available() -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            std::arch::is_x86_feature_detected!("avx512f")
-                && std::arch::is_x86_feature_detected!("avx512bw")
-                && std::arch::is_x86_feature_detected!("avx512vnni")
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            false
-        }
-    }
-
-    /// One row's product with the activations, the weights' scales included (for `Q4_1`,
-    /// not its minimums).
-    pub(super) fn row(format: Format, weights: &[u8], scales: &[f32], x: &Activations) -> f32 {
-        // The activations hold a byte per weight in both formats.
+    /// One row's product with the activations.
+    pub(super) fn row(kernel: Kernel, format: Format, weights: &Row<'_>, x: &Activations) -> f32 {
+        // The activations hold a byte per weight in every format.
         assert_eq!(
-            weights.len(),
+            weights.bytes.len(),
             format.weight_bytes(x.bytes.len()),
             "checked by `product`"
         );
+        let Row {
+            bytes: weights,
+            scales,
+            minimums,
+            fifths,
+        } = *weights;
         #[cfg(target_arch = "x86_64")]
         {
-            // SAFETY: `PackedRows` exists only where `available()` said the CPU has these
-            // features.
+            // SAFETY: a `Kernel` is made only by `Kernel::best` and `Kernel::all_here`, which
+            // checked that the CPU has its features.
             #[allow(unsafe_code)]
             unsafe {
-                match format {
-                    Format::Q8_0 => q8_0_row_avx512(weights, scales, x),
-                    Format::Q4_1 => q4_1_row_avx512(weights, scales, x),
+                let products = match (kernel, format) {
+                    (Kernel::Avx512Vnni, Format::Q8_0) => avx512::q8_0_row(weights, scales, x),
+                    (Kernel::Avx512Vnni, Format::Nibbles) => {
+                        avx512::nibbles_row::<false>(weights, &[], scales, x)
+                    }
+                    (Kernel::Avx512Vnni, Format::Fives) => {
+                        avx512::nibbles_row::<true>(weights, fifths, scales, x)
+                    }
+                    (Kernel::Avx2, Format::Q8_0) => avx2::q8_0_row(weights, scales, x),
+                    (Kernel::Avx2, Format::Nibbles) => {
+                        avx2::nibbles_row::<false>(weights, &[], scales, x)
+                    }
+                    (Kernel::Avx2, Format::Fives) => {
+                        avx2::nibbles_row::<true>(weights, fifths, scales, x)
+                    }
+                };
+                // The minimums times the activations' block sums: a dot product of its own,
+                // vectorised (a scalar sum's chain of additions cost as much as the products).
+                // Both kernels' CPUs have AVX2.
+                if minimums.is_empty() {
+                    products
+                } else {
+                    products + avx2::dot(minimums, &x.block_sums)
                 }
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            let _ = (format, weights, scales, x);
-            unreachable!("PackedRows is built only where `available()` is true")
+            let _ = (kernel, format, weights, scales, minimums, fifths, x);
+            unreachable!("a Kernel is made only on x86-64")
         }
     }
 
-    /// 64 bytes at `at` of `bytes`, which holds at least `at + 64`.
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f")]
-    fn load(bytes: &[u8], at: usize) -> __m512i {
-        assert!(at + PAIR <= bytes.len());
-        // SAFETY: in bounds, as just checked; the load is unaligned.
-        #[allow(unsafe_code)]
-        unsafe {
-            _mm512_loadu_si512(bytes.as_ptr().add(at).cast())
-        }
-    }
+    mod avx512 {
+        use std::arch::x86_64::{
+            __m512, __m512i, _mm256_and_si256, _mm256_loadu_si256, _mm256_set1_epi8,
+            _mm256_srli_epi16, _mm512_castsi256_si512, _mm512_cvtepi32_ps, _mm512_dpbusd_epi32,
+            _mm512_fmadd_ps, _mm512_inserti64x4, _mm512_loadu_si512, _mm512_mask_add_epi8,
+            _mm512_mask_blend_ps, _mm512_mask_sub_epi8, _mm512_reduce_add_ps, _mm512_set1_epi8,
+            _mm512_set1_ps, _mm512_setzero_ps, _mm512_setzero_si512,
+        };
 
-    /// `products` (16 lanes of sums of four byte products) scaled lane by lane, the lanes in
-    /// `second` by the second block's scales, the others by the first's, and added to `sum`.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f")]
-    fn add_scaled(sum: __m512, products: __m512i, second: u16, scales: [f32; 2]) -> __m512 {
-        let scale =
-            _mm512_mask_blend_ps(second, _mm512_set1_ps(scales[0]), _mm512_set1_ps(scales[1]));
-        _mm512_fmadd_ps(_mm512_cvtepi32_ps(products), scale, sum)
-    }
+        use crate::packed::{Activations, BLOCK, PAIR};
 
-    /// Two blocks a step: the weights whose activation is negative change sign, so that the
-    /// activations' magnitudes (unsigned) times the weights (signed) sum, four products to a
-    /// lane, in one `vpdpbusd`; lanes 0-7 hold the first block, 8-15 the second.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    fn q8_0_row_avx512(weights: &[u8], scales: &[f32], x: &Activations) -> f32 {
-        let mut sum = _mm512_setzero_ps();
-        for pair in 0..weights.len() / PAIR {
-            let at = pair * PAIR;
-            let w = load(weights, at);
-            let signed = _mm512_mask_sub_epi8(w, x.negative[pair], _mm512_setzero_si512(), w);
-            let products = _mm512_dpbusd_epi32(_mm512_setzero_si512(), load(&x.bytes, at), signed);
-            let (a, b) = (2 * pair, 2 * pair + 1);
-            sum = add_scaled(
-                sum,
-                products,
-                0xFF00,
-                [scales[a] * x.scales[a], scales[b] * x.scales[b]],
-            );
-        }
-        _mm512_reduce_add_ps(sum)
-    }
-
-    /// Two blocks a step: 32 bytes of nibbles split into the 64 weights (unsigned, 0-15), times
-    /// the activations (signed) in the same order, in one `vpdpbusd`; lanes 0-3 and 8-11 hold
-    /// the first block, 4-7 and 12-15 the second.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    fn q4_1_row_avx512(weights: &[u8], scales: &[f32], x: &Activations) -> f32 {
-        let low_nibbles = _mm256_set1_epi8(0x0F);
-        let mut sum = _mm512_setzero_ps();
-        for pair in 0..weights.len() / BLOCK {
-            let at = pair * BLOCK;
-            assert!(at + BLOCK <= weights.len());
+        /// 64 bytes at `at` of `bytes`, which holds at least `at + 64`.
+        #[target_feature(enable = "avx512f")]
+        fn load(bytes: &[u8], at: usize) -> __m512i {
+            assert!(at + PAIR <= bytes.len());
             // SAFETY: in bounds, as just checked; the load is unaligned.
             #[allow(unsafe_code)]
-            let packed = unsafe { _mm256_loadu_si256(weights.as_ptr().add(at).cast()) };
-            let low = _mm256_and_si256(packed, low_nibbles);
-            let high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_nibbles);
-            let nibbles = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
-            let products =
-                _mm512_dpbusd_epi32(_mm512_setzero_si512(), nibbles, load(&x.bytes, 2 * at));
-            let (a, b) = (2 * pair, 2 * pair + 1);
-            sum = add_scaled(
-                sum,
-                products,
-                0xF0F0,
-                [scales[a] * x.scales[a], scales[b] * x.scales[b]],
-            );
+            unsafe {
+                _mm512_loadu_si512(bytes.as_ptr().add(at).cast())
+            }
         }
-        _mm512_reduce_add_ps(sum)
+
+        /// `products` (16 lanes of sums of four byte products) scaled lane by lane, the lanes
+        /// in `second` by the second block's scales, the others by the first's, and added to
+        /// `sum`.
+        #[target_feature(enable = "avx512f")]
+        fn add_scaled(sum: __m512, products: __m512i, second: u16, scales: [f32; 2]) -> __m512 {
+            let scale =
+                _mm512_mask_blend_ps(second, _mm512_set1_ps(scales[0]), _mm512_set1_ps(scales[1]));
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(products), scale, sum)
+        }
+
+        /// Two blocks a step: the weights whose activation is negative change sign, so that
+        /// the activations' magnitudes (unsigned) times the weights (signed) sum, four products
+        /// to a lane, in one `vpdpbusd`; lanes 0-7 hold the first block, 8-15 the second.
+        #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+        pub(super) fn q8_0_row(weights: &[u8], scales: &[f32], x: &Activations) -> f32 {
+            let mut sum = _mm512_setzero_ps();
+            for pair in 0..weights.len() / PAIR {
+                let at = pair * PAIR;
+                let w = load(weights, at);
+                let signed = _mm512_mask_sub_epi8(w, x.negative[pair], _mm512_setzero_si512(), w);
+                let products =
+                    _mm512_dpbusd_epi32(_mm512_setzero_si512(), load(&x.bytes, at), signed);
+                let (a, b) = (2 * pair, 2 * pair + 1);
+                sum = add_scaled(
+                    sum,
+                    products,
+                    0xFF00,
+                    [scales[a] * x.scales[a], scales[b] * x.scales[b]],
+                );
+            }
+            _mm512_reduce_add_ps(sum)
+        }
+
+        /// Two blocks a step: 32 bytes of nibbles split into the 64 weights (unsigned, 0-15,
+        /// or with `FIVES` 0-31: 16 added where the pair's word has the weight's bit), times
+        /// the activations (signed) in the same order, in one `vpdpbusd`; lanes 0-3 and 8-11
+        /// hold the first block, 4-7 and 12-15 the second.
+        #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+        pub(super) fn nibbles_row<const FIVES: bool>(
+            weights: &[u8],
+            fifths: &[u64],
+            scales: &[f32],
+            x: &Activations,
+        ) -> f32 {
+            let low_nibbles = _mm256_set1_epi8(0x0F);
+            let mut sum = _mm512_setzero_ps();
+            for pair in 0..weights.len() / BLOCK {
+                let at = pair * BLOCK;
+                assert!(at + BLOCK <= weights.len());
+                // SAFETY: in bounds, as just checked; the load is unaligned.
+                #[allow(unsafe_code)]
+                let packed = unsafe { _mm256_loadu_si256(weights.as_ptr().add(at).cast()) };
+                let low = _mm256_and_si256(packed, low_nibbles);
+                let high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_nibbles);
+                let mut nibbles = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+                if FIVES {
+                    nibbles =
+                        _mm512_mask_add_epi8(nibbles, fifths[pair], nibbles, _mm512_set1_epi8(16));
+                }
+                let products =
+                    _mm512_dpbusd_epi32(_mm512_setzero_si512(), nibbles, load(&x.bytes, 2 * at));
+                let (a, b) = (2 * pair, 2 * pair + 1);
+                sum = add_scaled(
+                    sum,
+                    products,
+                    0xF0F0,
+                    [scales[a] * x.scales[a], scales[b] * x.scales[b]],
+                );
+            }
+            _mm512_reduce_add_ps(sum)
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    mod avx2 {
+        use std::arch::x86_64::{
+            __m256, __m256i, _mm_add_ps, _mm_add_ss, _mm_cvtss_f32, _mm_movehl_ps, _mm_set1_ps,
+            _mm_shuffle_ps, _mm256_add_epi32, _mm256_add_ps, _mm256_and_si256,
+            _mm256_castps256_ps128, _mm256_cmpeq_epi8, _mm256_cvtepi32_ps, _mm256_extractf128_ps,
+            _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_loadu_si256, _mm256_madd_epi16,
+            _mm256_maddubs_epi16, _mm256_or_si256, _mm256_set1_epi8, _mm256_set1_epi16,
+            _mm256_set1_epi32, _mm256_set1_epi64x, _mm256_set1_ps, _mm256_setr_epi64x,
+            _mm256_setr_m128, _mm256_setzero_ps, _mm256_shuffle_epi8, _mm256_sign_epi8,
+            _mm256_srli_epi16,
+        };
+
+        use crate::packed::{Activations, BLOCK};
+
+        /// 32 bytes at `at` of `bytes`, which holds at least `at + 32`.
+        #[target_feature(enable = "avx2")]
+        fn load(bytes: &[u8], at: usize) -> __m256i {
+            assert!(at + BLOCK <= bytes.len());
+            // SAFETY: in bounds, as just checked; the load is unaligned.
+            #[allow(unsafe_code)]
+            unsafe {
+                _mm256_loadu_si256(bytes.as_ptr().add(at).cast())
+            }
+        }
+
+        /// `a · b` for slices of the same length.
+        #[target_feature(enable = "avx2,fma")]
+        pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
+            assert_eq!(a.len(), b.len());
+            let whole = a.len() / 8 * 8;
+            let mut sum = _mm256_setzero_ps();
+            for at in (0..whole).step_by(8) {
+                // SAFETY: `at + 8 <= whole <= len` of both; the loads are unaligned.
+                #[allow(unsafe_code)]
+                let (a8, b8) = unsafe {
+                    (
+                        _mm256_loadu_ps(a.as_ptr().add(at)),
+                        _mm256_loadu_ps(b.as_ptr().add(at)),
+                    )
+                };
+                sum = _mm256_fmadd_ps(a8, b8, sum);
+            }
+            let tail: f32 = a[whole..].iter().zip(&b[whole..]).map(|(x, y)| x * y).sum();
+            horizontal_sum(sum) + tail
+        }
+
+        /// 32 products of `unsigned` and `signed` bytes, summed four to a lane (exact for the
+        /// operands here: see the module's doc).
+        #[target_feature(enable = "avx2")]
+        fn byte_products(unsigned: __m256i, signed: __m256i) -> __m256i {
+            _mm256_madd_epi16(_mm256_maddubs_epi16(unsigned, signed), _mm256_set1_epi16(1))
+        }
+
+        #[target_feature(enable = "avx2,fma")]
+        fn add_scaled(sum: __m256, products: __m256i, scale: __m256) -> __m256 {
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(products), scale, sum)
+        }
+
+        #[target_feature(enable = "avx2")]
+        fn horizontal_sum(sum: __m256) -> f32 {
+            let four = _mm_add_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
+            let two = _mm_add_ps(four, _mm_movehl_ps(four, four));
+            _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)))
+        }
+
+        /// A block a step: the weights take the activations' signs (`vpsignb`), so that the
+        /// activations' magnitudes (unsigned) times them (signed) sum in one byte product. Two
+        /// sums, so that one block's multiply-add need not wait for the last's.
+        #[target_feature(enable = "avx2,fma")]
+        pub(super) fn q8_0_row(weights: &[u8], scales: &[f32], x: &Activations) -> f32 {
+            let mut sums = [_mm256_setzero_ps(); 2];
+            for block in 0..weights.len() / BLOCK {
+                let at = block * BLOCK;
+                let signed = _mm256_sign_epi8(load(weights, at), load(&x.signs, at));
+                let products = byte_products(load(&x.bytes, at), signed);
+                let scale = _mm256_set1_ps(scales[block] * x.scales[block]);
+                sums[block % 2] = add_scaled(sums[block % 2], products, scale);
+            }
+            horizontal_sum(_mm256_add_ps(sums[0], sums[1]))
+        }
+
+        /// 16 in byte `i` where bit `i` of `bits` is set, else 0.
+        #[target_feature(enable = "avx2")]
+        fn sixteens(bits: u32) -> __m256i {
+            // Byte i takes the byte of `bits` that holds bit i, then tests bit i % 8 of it.
+            let holders = _mm256_setr_epi64x(
+                0,
+                0x0101_0101_0101_0101,
+                0x0202_0202_0202_0202,
+                0x0303_0303_0303_0303,
+            );
+            let spread = _mm256_shuffle_epi8(_mm256_set1_epi32(bits.cast_signed()), holders);
+            let bit = _mm256_set1_epi64x(0x8040_2010_0804_0201_u64.cast_signed());
+            let set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+            _mm256_and_si256(set, _mm256_set1_epi8(16))
+        }
+
+        /// Two blocks a step: 32 bytes of nibbles split into the low and the high nibbles of
+        /// both blocks (unsigned, 0-15, or with `FIVES` 0-31: 16 added where the pair's word
+        /// has the weight's bit), each times the activations (signed) in the same order; lanes
+        /// 0-3 hold the first block, 4-7 the second.
+        #[target_feature(enable = "avx2,fma")]
+        pub(super) fn nibbles_row<const FIVES: bool>(
+            weights: &[u8],
+            fifths: &[u64],
+            scales: &[f32],
+            x: &Activations,
+        ) -> f32 {
+            let low_nibbles = _mm256_set1_epi8(0x0F);
+            let mut sum = _mm256_setzero_ps();
+            for pair in 0..weights.len() / BLOCK {
+                let at = pair * BLOCK;
+                let packed = load(weights, at);
+                let mut low = _mm256_and_si256(packed, low_nibbles);
+                let mut high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_nibbles);
+                if FIVES {
+                    let bits = fifths[pair];
+                    low = _mm256_or_si256(low, sixteens(bits as u32));
+                    high = _mm256_or_si256(high, sixteens((bits >> 32) as u32));
+                }
+                let products = _mm256_add_epi32(
+                    byte_products(low, load(&x.bytes, 2 * at)),
+                    byte_products(high, load(&x.bytes, 2 * at + BLOCK)),
+                );
+                let (a, b) = (2 * pair, 2 * pair + 1);
+                let scale = _mm256_setr_m128(
+                    _mm_set1_ps(scales[a] * x.scales[a]),
+                    _mm_set1_ps(scales[b] * x.scales[b]),
+                );
+                sum = add_scaled(sum, products, scale);
+            }
+            horizontal_sum(sum)
+        }
     }
 }
 
@@ -370,6 +742,15 @@ mod tests {
     use candle_core::quantized::QMatMul;
 
     use super::*;
+
+    /// Every format our product takes.
+    const FORMATS: [GgmlDType; 5] = [
+        GgmlDType::Q8_0,
+        GgmlDType::Q4_0,
+        GgmlDType::Q4_1,
+        GgmlDType::Q4K,
+        GgmlDType::Q5_0,
+    ];
 
     fn random(rows: usize, columns: usize, seed: u64) -> Tensor {
         let mut next = scar_test_support::uniform_stream(seed);
@@ -381,34 +762,87 @@ mod tests {
         t.flatten_all().unwrap().to_vec1::<f32>().unwrap()
     }
 
+    /// `x` as the product sees it: quantized to bytes per block of 32, then scaled back.
+    fn as_quantized(x: &[f32]) -> Vec<f64> {
+        let mut out = Vec::with_capacity(x.len());
+        for block in x.chunks_exact(BLOCK) {
+            let scale = block.iter().fold(0.0f32, |m, v| m.max(v.abs())) / 127.0;
+            let inverse = if scale > 0.0 { 1.0 / scale } else { 0.0 };
+            out.extend(
+                block
+                    .iter()
+                    .map(|&v| f64::from((v * inverse).round()) * f64::from(scale)),
+            );
+        }
+        out
+    }
+
+    /// Each kernel's product is the file's weights (as candle dequantizes them) times the
+    /// quantized activations, to f32's rounding of the sums.
+    #[test]
+    fn products_are_exact_on_the_files_weights() {
+        if Kernel::all_here().is_empty() {
+            eprintln!(
+                "skipped: this CPU has neither AVX2 nor AVX-512 VNNI, so candle's kernels decode"
+            );
+        }
+        for kernel in Kernel::all_here() {
+            for dtype in FORMATS {
+                let weights = QTensor::quantize(&random(70, 768, 7), dtype).unwrap();
+                let packed = PackedRows::for_kernel(&weights, kernel).unwrap().unwrap();
+                let x = values(&random(1, 768, 11));
+                let ours = packed.product(&x).unwrap();
+                let file = values(&weights.dequantize(&Device::Cpu).unwrap());
+                let seen = as_quantized(&x);
+                for (row, &value) in file.chunks_exact(768).zip(&ours) {
+                    let exact: f64 = row.iter().zip(&seen).map(|(&w, v)| f64::from(w) * v).sum();
+                    let size: f64 = row
+                        .iter()
+                        .zip(&seen)
+                        .map(|(&w, v)| (f64::from(w) * v).abs())
+                        .sum();
+                    let error = (f64::from(value) - exact).abs();
+                    assert!(
+                        error <= 1e-5 * size,
+                        "{kernel:?} {dtype:?}: {value} against {exact}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Where candle quantizes the activations as we do (blocks of 32), both products agree.
     #[test]
     fn our_products_equal_candles_quantized_products() {
-        for dtype in [GgmlDType::Q8_0, GgmlDType::Q4_1] {
-            let weights = QTensor::quantize(&random(200, 640, 7), dtype).unwrap();
-            let Some(packed) = PackedRows::from_tensor(&weights).unwrap() else {
-                // A CPU without AVX-512 VNNI keeps candle's kernels; nothing to compare.
-                assert!(!available());
-                return;
-            };
-            let x = random(1, 640, 11);
-            let ours = packed.product(&values(&x)).unwrap();
-            let candle = values(&QMatMul::from_qtensor(weights).unwrap().forward(&x).unwrap());
-            // Both quantize the activations to the same bytes and sum exact integer products;
-            // candle keeps their block scales (and, for Q4_1, the block sums) in f16, we in f32.
-            for (a, b) in ours.iter().zip(&candle) {
-                assert!(
-                    (a - b).abs() <= 1e-3 * b.abs().max(1.0),
-                    "{dtype:?}: {a} against {b}"
-                );
+        for kernel in Kernel::all_here() {
+            for dtype in [
+                GgmlDType::Q8_0,
+                GgmlDType::Q4_0,
+                GgmlDType::Q4_1,
+                GgmlDType::Q5_0,
+            ] {
+                let weights = QTensor::quantize(&random(200, 640, 7), dtype).unwrap();
+                let packed = PackedRows::for_kernel(&weights, kernel).unwrap().unwrap();
+                let x = random(1, 640, 11);
+                let ours = packed.product(&values(&x)).unwrap();
+                let candle = values(&QMatMul::from_qtensor(weights).unwrap().forward(&x).unwrap());
+                // Both sum exact integer products of the same bytes; candle keeps their block
+                // scales (and, for Q4_1, the block sums) in f16, we in f32.
+                for (a, b) in ours.iter().zip(&candle) {
+                    assert!(
+                        (a - b).abs() <= 1e-3 * b.abs().max(1.0),
+                        "{kernel:?} {dtype:?}: {a} against {b}"
+                    );
+                }
+                assert!(packed.product(&[0.0; 64]).is_err());
             }
-            assert!(packed.product(&[0.0; 64]).is_err());
         }
     }
 
     #[test]
     fn dequantized_rows_are_candles() {
-        for dtype in [GgmlDType::Q8_0, GgmlDType::Q4_1] {
-            let weights = QTensor::quantize(&random(3, 128, 5), dtype).unwrap();
+        for dtype in FORMATS {
+            let weights = QTensor::quantize(&random(3, 512, 5), dtype).unwrap();
             let Some(packed) = PackedRows::from_tensor(&weights).unwrap() else {
                 return;
             };
@@ -422,7 +856,9 @@ mod tests {
     fn other_formats_and_rows_that_are_not_whole_pairs_of_blocks_stay_on_candle() {
         let odd = QTensor::quantize(&random(4, 96, 3), GgmlDType::Q8_0).unwrap();
         assert!(PackedRows::from_tensor(&odd).unwrap().is_none());
-        let other = QTensor::quantize(&random(4, 256, 3), GgmlDType::Q4K).unwrap();
-        assert!(PackedRows::from_tensor(&other).unwrap().is_none());
+        for dtype in [GgmlDType::Q6K, GgmlDType::Q5K] {
+            let other = QTensor::quantize(&random(4, 256, 3), dtype).unwrap();
+            assert!(PackedRows::from_tensor(&other).unwrap().is_none());
+        }
     }
 }

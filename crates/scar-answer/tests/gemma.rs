@@ -28,8 +28,9 @@ fn gemma3_takes_its_turn_format_from_the_vocabulary() {
     let model = gemma();
     assert_eq!(model.template(), ChatTemplate::Gemma);
     assert_eq!(model.context_length(), 32_768);
-    // llama.cpp's Q4_K_M keeps some tensors in Q5_0, which candle has no fast kernel for: they
-    // become Q8_0 (exactly: see `q8_0_holds_q5_0_weights_exactly`), and only they.
+    // llama.cpp's Q4_K_M keeps some tensors in Q5_0, which our own products read as stored and
+    // candle has no fast kernel for: on a CPU without ours they become Q8_0 (exactly: see
+    // `q8_0_holds_q5_0_weights_exactly`), and only they.
     let mut file = std::fs::File::open(gemma_path()).unwrap();
     let content = candle_core::quantized::gguf_file::Content::read(&mut file).unwrap();
     let q5_0 = content
@@ -38,7 +39,12 @@ fn gemma3_takes_its_turn_format_from_the_vocabulary() {
         .filter(|info| info.ggml_dtype == candle_core::quantized::GgmlDType::Q5_0)
         .count();
     assert!(q5_0 > 0);
-    assert_eq!(model.requantized_tensors(), q5_0);
+    let converted = if scar_answer::decoding_instructions().is_some() {
+        0
+    } else {
+        q5_0
+    };
+    assert_eq!(model.requantized_tensors(), converted);
 }
 
 #[test]

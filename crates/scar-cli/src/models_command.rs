@@ -36,8 +36,9 @@ struct Listed {
     status: String,
     /// For a chat model: whether this build can run it.
     runs: Option<bool>,
-    /// For an embedding model on the CPU: the precision the `precision` setting gives here and
-    /// the instructions it runs on (e.g. `int8 on AVX-512 VNNI`), or why it cannot run.
+    /// On the CPU: for an embedding model, the precision the `precision` setting gives here and
+    /// the instructions it runs on (e.g. `int8 on AVX-512 VNNI`), or why it cannot run; for a
+    /// chat model, which weight formats decode through our own products, on which instructions.
     #[serde(skip_serializing_if = "Option::is_none")]
     compute: Option<String>,
 }
@@ -91,6 +92,11 @@ fn list(settings: &Settings) -> Vec<Listed> {
         })
         .collect();
     let chats = LlmLocator::from_env(&settings.models_dir.value).offline(true);
+    let decoding = settings
+        .device
+        .value
+        .is_cpu()
+        .then(scar_answer::cpu_decoding);
     listed.extend(KNOWN_LLMS.iter().map(|model| {
         let (path, status) = match chats.locate(model.name) {
             Ok(path) => (Some(path.display().to_string()), "installed".to_owned()),
@@ -103,10 +109,18 @@ fn list(settings: &Settings) -> Vec<Listed> {
             path,
             status,
             runs: Some(true),
-            compute: None,
+            compute: decoding.clone(),
         }
     }));
-    listed.extend(ModelStores::from_env().list().into_iter().map(stored));
+    listed.extend(
+        ModelStores::from_env()
+            .list()
+            .into_iter()
+            .map(|model| Listed {
+                compute: decoding.clone(),
+                ..stored(model)
+            }),
+    );
     listed
 }
 
@@ -144,9 +158,13 @@ fn cpu_compute(settings: &Settings) -> Option<String> {
 }
 
 fn print_list(listed: &[Listed]) -> Result<()> {
-    for (kind, title) in [
-        ("embedding", "Embedding models (--model)"),
-        ("chat", "Chat models (--llm)"),
+    for (kind, title, compute_line) in [
+        (
+            "embedding",
+            "Embedding models (--model)",
+            "computed here in",
+        ),
+        ("chat", "Chat models (--llm)", "on this CPU:"),
     ] {
         outln!("{title}");
         if let Some(compute) = listed
@@ -154,7 +172,7 @@ fn print_list(listed: &[Listed]) -> Result<()> {
             .find(|m| m.kind == kind)
             .and_then(|m| m.compute.as_ref())
         {
-            outln!("  computed here in {compute}");
+            outln!("  {compute_line} {compute}");
         }
         for model in listed.iter().filter(|m| m.kind == kind) {
             let default = if model.default { " (default)" } else { "" };

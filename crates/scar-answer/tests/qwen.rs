@@ -1,0 +1,50 @@
+//! Qwen2.5-Coder-0.5B-Instruct (`models/qwen2.5-coder-0.5b`, `Q4_K_M`), checked against llama.cpp
+//! (llama-cpp-python) reading the same file: the same greedy continuation, through our own
+//! decoder and products.
+
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+
+use scar_answer::{ChatTemplate, GenerationParams, Generator, LoadOptions, LocalModel};
+use scar_embed::DeviceChoice;
+
+use crate::common::{greedy_snippet, llama_cpp, prompt};
+
+fn qwen_path() -> PathBuf {
+    scar_test_support::models_dir()
+        .join("qwen2.5-coder-0.5b/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
+}
+
+fn qwen() -> LocalModel {
+    let options = LoadOptions {
+        device: DeviceChoice::Cpu,
+        requantize: true,
+    };
+    LocalModel::load(&qwen_path(), &options).unwrap()
+}
+
+#[test]
+fn qwen2_answers_greedily_as_llama_cpp_does() {
+    let question = prompt("What is the capital of France? Name the city.");
+    let model = qwen();
+    assert_eq!(model.template(), ChatTemplate::ChatMl);
+    // Its Q5_0 tensors are read as stored wherever our own products run.
+    if scar_answer::decoding_instructions().is_some() {
+        assert_eq!(model.requantized_tensors(), 0);
+    }
+    let rendered = ChatTemplate::ChatMl.render(&question.system, &question.user);
+    let tokens = 16;
+    let Some(expected) = llama_cpp(&qwen_path(), &greedy_snippet(tokens), &rendered) else {
+        return;
+    };
+    let params = GenerationParams {
+        max_tokens: tokens,
+        repeat_penalty: 1.0,
+        ..GenerationParams::default()
+    };
+    let mut model = model;
+    let generation = model
+        .generate(&question, &params, &mut |_| ControlFlow::Continue(()))
+        .unwrap();
+    assert_eq!(generation.text.trim(), expected);
+}
