@@ -334,7 +334,7 @@ impl PackedRows {
             return 0;
         };
         // The pair's word holds block A's bits 0-15, B's 0-15, A's 16-31, B's 16-31.
-        let shift = if index % 2 == 0 { 0 } else { 16 };
+        let shift = if index.is_multiple_of(2) { 0 } else { 16 };
         let half = |word: u64| (word >> shift & 0xFFFF) as u32;
         half(pair) | half(pair >> 32) << 16
     }
@@ -564,6 +564,8 @@ mod x86 {
         /// the activations (signed) in the same order, in one `vpdpbusd`; lanes 0-3 and 8-11
         /// hold the first block, 4-7 and 12-15 the second.
         #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+        // The loop indexes `fifths` only with `FIVES`; without, it is empty.
+        #[allow(clippy::needless_range_loop)]
         pub(super) fn nibbles_row<const FIVES: bool>(
             weights: &[u8],
             fifths: &[u64],
@@ -702,6 +704,8 @@ mod x86 {
         /// has the weight's bit), each times the activations (signed) in the same order; lanes
         /// 0-3 hold the first block, 4-7 the second.
         #[target_feature(enable = "avx2,fma")]
+        // The loop indexes `fifths` only with `FIVES`; without, it is empty.
+        #[allow(clippy::needless_range_loop)]
         pub(super) fn nibbles_row<const FIVES: bool>(
             weights: &[u8],
             fifths: &[u64],
