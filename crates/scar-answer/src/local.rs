@@ -70,9 +70,8 @@ impl Default for LoadOptions {
 /// The transformer families this build runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Architecture {
-    /// Llama, Mistral, `SmolLM2`.
-    Llama,
-    Qwen2,
+    /// Llama, Mistral, `SmolLM2`; Qwen 2.
+    Llama(crate::llama::Family),
     Qwen3,
     Gemma(crate::gemma::Generation),
     Phi3,
@@ -82,8 +81,8 @@ impl Architecture {
     /// The family a GGUF file's `general.architecture` names, if this build runs it.
     pub(crate) fn from_name(name: &str) -> Option<Self> {
         Some(match name {
-            "llama" => Self::Llama,
-            "qwen2" => Self::Qwen2,
+            "llama" => Self::Llama(crate::llama::Family::Llama),
+            "qwen2" => Self::Llama(crate::llama::Family::Qwen2),
             "qwen3" => Self::Qwen3,
             "gemma2" => Self::Gemma(crate::gemma::Generation::Gemma2),
             "gemma3" => Self::Gemma(crate::gemma::Generation::Gemma3),
@@ -113,22 +112,15 @@ impl Weights {
         device: &Device,
     ) -> candle_core::Result<Self> {
         Ok(match architecture {
-            Architecture::Llama if crate::llama::Llama::has_experts(&content) => {
+            Architecture::Llama(crate::llama::Family::Llama)
+                if crate::llama::Llama::has_experts(&content) =>
+            {
                 Self::LlamaExperts(quantized_llama::ModelWeights::from_gguf(
                     content, reader, device,
                 )?)
             }
-            Architecture::Llama => Self::Llama(crate::llama::Llama::from_gguf(
-                crate::llama::Family::Llama,
-                &content,
-                reader,
-                device,
-            )?),
-            Architecture::Qwen2 => Self::Llama(crate::llama::Llama::from_gguf(
-                crate::llama::Family::Qwen2,
-                &content,
-                reader,
-                device,
+            Architecture::Llama(family) => Self::Llama(crate::llama::Llama::from_gguf(
+                family, &content, reader, device,
             )?),
             Architecture::Qwen3 => Self::Qwen3(quantized_qwen3::ModelWeights::from_gguf(
                 content, reader, device,
