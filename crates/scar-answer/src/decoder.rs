@@ -1,11 +1,13 @@
-//! The parts our own decoders (Llama, Gemma 3) share, each chosen for speed on a CPU:
+//! The parts our own decoders (Llama and Qwen 2, Gemma 2 and 3) share, each chosen for speed on
+//! a CPU:
 //!
 //! - [`Linear`]: one token goes through the quantized weights with quantized dot products
 //!   (decoding is bound by memory, and the quantized weights are the fewest bytes to read):
-//!   `Q8_0`, `Q4_0`, `Q4_1` and `Q4_K` weights through our products ([`PackedRows`], AVX2 or
-//!   AVX-512 VNNI) where the CPU has them, the rest through candle's kernels; a whole prompt goes through one f32 matrix product with the
-//!   weights dequantized for the call (reading a prompt is bound by arithmetic, and the
-//!   dequantization, one pass over the weights, is shared by every row).
+//!   `Q8_0`, `Q4_0`, `Q4_1`, `Q4_K` and `Q5_0` weights through our products ([`PackedRows`],
+//!   AVX2 or AVX-512 VNNI) where the CPU has them, the rest through candle's kernels; a whole
+//!   prompt goes through one f32 matrix product with the weights dequantized for the call
+//!   (reading a prompt is bound by arithmetic, and the dequantization, one pass over the
+//!   weights, is shared by every row).
 //! - [`KvCache`]: keys and values written in place into room that doubles when full, rather
 //!   than concatenated anew for every token.
 //! - [`attend`]: grouped-query attention that multiplies each key-value head by its group of
@@ -29,7 +31,7 @@ const BATCHED_ROWS: usize = 16;
 
 /// A weight matrix, applied as `x · Wᵀ`.
 pub(crate) enum Linear {
-    /// `Q8_0`, `Q4_0`, `Q4_1` or `Q4_K` weights in our layout, on a CPU with AVX2.
+    /// `Q8_0`, `Q4_0`, `Q4_1`, `Q4_K` or `Q5_0` weights in our layout, on a CPU with AVX2.
     Rows(PackedRows),
     /// Any other weights, through candle.
     Candle {

@@ -109,21 +109,20 @@ impl Llama {
         let count_layers = count("block_count")?;
         let mut layers = Vec::with_capacity(count_layers);
         for index in 0..count_layers {
-            let mut attention = SelfAttention::load(
-                &mut |part| tensor(&format!("blk.{index}.{part}.weight")),
-                heads,
-                kv_heads,
-                head_dim,
-            )?;
-            if family == Family::Qwen2 {
+            let biases = if family == Family::Qwen2 {
                 let mut bias =
                     |part: &str| tensor(&format!("blk.{index}.{part}.bias"))?.dequantize(device);
-                attention.biases = Some([bias("attn_q")?, bias("attn_k")?, bias("attn_v")?]);
-            }
+                Some([bias("attn_q")?, bias("attn_k")?, bias("attn_v")?])
+            } else {
+                None
+            };
             let mut weight = |part: &str| tensor(&format!("blk.{index}.{part}.weight"));
             layers.push(Layer {
                 attention_norm: RmsNorm::from_qtensor(weight("attn_norm")?, eps)?,
-                attention,
+                attention: SelfAttention {
+                    biases,
+                    ..SelfAttention::load(&mut weight, heads, kv_heads, head_dim)?
+                },
                 feed_forward_norm: RmsNorm::from_qtensor(weight("ffn_norm")?, eps)?,
                 gate: Linear::new(weight("ffn_gate")?)?,
                 up: Linear::new(weight("ffn_up")?)?,
