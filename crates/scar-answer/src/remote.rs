@@ -1,7 +1,7 @@
 //! Generation through an OpenAI-compatible chat-completions server (llama.cpp's server, Ollama,
 //! vLLM), streamed as server-sent events.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::net::IpAddr;
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
@@ -124,6 +124,30 @@ impl RemoteModel {
         ))
     }
 
+    /// Reads the stream's next line into `line`, within [`MAX_EVENT_LINE`]; false at its end.
+    fn read_event_line(
+        &self,
+        reader: &mut impl BufRead,
+        line: &mut Vec<u8>,
+    ) -> Result<bool, AnswerError> {
+        line.clear();
+        // One byte past the limit tells a line that is too long from one that fills it.
+        let read = reader
+            .take(MAX_EVENT_LINE + 1)
+            .read_until(b'\n', line)
+            .map_err(|e| self.server_error("the answer stream broke off", Some(Box::new(e))))?;
+        if line.len() as u64 > MAX_EVENT_LINE {
+            return Err(self.server_error(
+                format!(
+                    "an event of the answer stream is longer than {} KiB",
+                    MAX_EVENT_LINE / 1024
+                ),
+                None,
+            ));
+        }
+        Ok(read > 0)
+    }
+
     fn server_error(
         &self,
         reason: impl Into<String>,
@@ -134,6 +158,18 @@ impl RemoteModel {
             reason: reason.into(),
             source,
         }
+    }
+}
+
+/// The longest line of an answer stream read: an event carries a few words of the answer.
+const MAX_EVENT_LINE: u64 = 1024 * 1024;
+
+/// What a server sent, quoted in an error: its start, not megabytes of it.
+fn quote(text: &str) -> String {
+    const SHOWN: usize = 200;
+    match text.char_indices().nth(SHOWN) {
+        Some((end, _)) => format!("{:?}… ({} bytes)", &text[..end], text.len()),
+        None => format!("{text:?}"),
     }
 }
 
@@ -208,7 +244,7 @@ impl Generator for RemoteModel {
         let response = request.send_json(body).map_err(|error| match error {
             ureq::Error::Status(code, response) => {
                 let detail = response.into_string().unwrap_or_default();
-                self.server_error(format!("HTTP {code}: {}", detail.trim()), None)
+                self.server_error(format!("HTTP {code}: {}", quote(detail.trim())), None)
             }
             ureq::Error::Transport(transport) => {
                 self.server_error("the request failed", Some(Box::new(transport)))
@@ -222,9 +258,10 @@ impl Generator for RemoteModel {
         let mut pieces = 0;
         let mut first_token_at = None;
         let mut events = 0;
-        for line in BufReader::new(response.into_reader()).lines() {
-            let line = line
-                .map_err(|e| self.server_error("the answer stream broke off", Some(Box::new(e))))?;
+        let mut reader = BufReader::new(response.into_reader());
+        let mut line = Vec::new();
+        while self.read_event_line(&mut reader, &mut line)? {
+            let line = String::from_utf8_lossy(&line);
             let Some(data) = line.strip_prefix("data:").map(str::trim) else {
                 continue;
             };
@@ -233,7 +270,8 @@ impl Generator for RemoteModel {
             }
             events += 1;
             let chunk: StreamChunk = serde_json::from_str(data).map_err(|e| {
-                self.server_error(format!("unreadable event {data:?}"), Some(Box::new(e)))
+                let quoted = quote(data);
+                self.server_error(format!("unreadable event {quoted}"), Some(Box::new(e)))
             })?;
             if let Some(usage) = chunk.usage {
                 prompt_tokens = usage.prompt_tokens;

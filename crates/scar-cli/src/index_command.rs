@@ -56,6 +56,14 @@ pub struct IndexArgs {
     /// Skip files larger than this many MiB
     #[arg(long, default_value_t = 50, allow_negative_numbers = true)]
     max_file_mib: u64,
+    /// Skip a file whose reading takes longer than this many seconds, in later runs too until
+    /// it changes
+    #[arg(long, default_value_t = 600, allow_negative_numbers = true)]
+    max_file_seconds: u64,
+    /// Stop the run when reading one file takes more than this many MiB of memory; later runs
+    /// skip that file until it changes
+    #[arg(long, default_value_t = 4096, allow_negative_numbers = true)]
+    max_file_memory_mib: u64,
     /// Print the report as JSON instead of text (with --watch, one report per line)
     #[arg(long)]
     json: bool,
@@ -162,9 +170,7 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
         } else {
             VectorEncoding::F32
         },
-        load: LoadOptions {
-            max_file_bytes: args.max_file_bytes(),
-        },
+        load: args.load_options(),
         hnsw: args.hnsw.setting(current_graph),
         ..IndexOptions::default()
     };
@@ -182,7 +188,7 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
     let report = index_into(dir, &embedder, style, &cancel, |progress, cancel| {
         index_paths(dir, &args.paths, &embedder, &options, progress, cancel)
     })?;
-    let Some(watch) = watch else {
+    let Some(mut watch) = watch else {
         return Ok(index_exit(report.is_complete()));
     };
     if style == ReportStyle::Text {
@@ -194,6 +200,18 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
         ..options
     };
     while let Some(burst) = watch.next_burst(&cancel) {
+        for root in &burst.gone {
+            eprintln!(
+                "{} is gone: its documents leave the index; watching for it to come back",
+                inert(&root.display().to_string())
+            );
+        }
+        for root in &burst.back {
+            eprintln!(
+                "{} is back: watching it again",
+                inert(&root.display().to_string())
+            );
+        }
         if style == ReportStyle::Text {
             eprintln!("{} changed", plural(burst.paths.len(), "path"));
         }
@@ -220,9 +238,13 @@ fn plural(count: usize, noun: &str) -> String {
 }
 
 impl IndexArgs {
-    /// The size limit in bytes; a limit past what 64 bits can count is no limit.
-    fn max_file_bytes(&self) -> u64 {
-        self.max_file_mib.saturating_mul(1024 * 1024)
+    /// The limits on reading one file; a limit past what 64 bits can count is no limit.
+    fn load_options(&self) -> LoadOptions {
+        LoadOptions {
+            max_file_bytes: self.max_file_mib.saturating_mul(1024 * 1024),
+            max_read_time: std::time::Duration::from_secs(self.max_file_seconds),
+            max_read_memory: self.max_file_memory_mib.saturating_mul(1024 * 1024),
+        }
     }
 
     /// The chunker the flags ask for, `base` where they say nothing.
@@ -310,9 +332,7 @@ fn rebuild(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
         } else {
             base.map_or(VectorEncoding::F32, |m| m.vectors)
         },
-        load: LoadOptions {
-            max_file_bytes: args.max_file_bytes(),
-        },
+        load: args.load_options(),
         hnsw: match args.hnsw.setting(salvage.hnsw) {
             // The old index's graph is built again for the new one.
             HnswSetting::Keep => salvage.hnsw.map_or(HnswSetting::Keep, HnswSetting::Build),

@@ -89,6 +89,32 @@ fn a_server_that_redirects_elsewhere_is_refused() {
     assert!(elsewhere.requests().is_empty(), "the redirect was followed");
 }
 
+/// A server that streams one endless event is cut off at the line limit, and the error quotes
+/// the start of what it sent, not all of it.
+#[test]
+fn an_event_too_long_is_an_error_that_quotes_little() {
+    let ask_streaming = |body: String| {
+        let stream = response("200 OK", &[("Content-Type", "text/event-stream")], &body);
+        let server = CannedServer::start(vec![stream]);
+        let output = scar(example_index())
+            .args(["ask", QUESTION, "--k", "1", "--llm-url"])
+            .arg(server.url("/v1"))
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1));
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(stderr.len() < 4096, "{} bytes of stderr", stderr.len());
+        stderr
+    };
+    let stderr = ask_streaming(format!("data: {}\n\n", "x".repeat(3 << 20)));
+    assert!(stderr.contains("longer than 1024 KiB"), "{stderr}");
+    let stderr = ask_streaming(format!("data: {{{}\n\n", "y".repeat(100_000)));
+    assert!(
+        stderr.contains("unreadable event") && stderr.contains("bytes)"),
+        "{stderr}"
+    );
+}
+
 /// A home whose Ollama store holds the test chat model as `smollm2:135m`, its blob a link to
 /// the file in models/, as Ollama lays out what it pulls.
 fn home_with_ollama_model() -> tempfile::TempDir {

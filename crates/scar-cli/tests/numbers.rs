@@ -58,6 +58,8 @@ const NUMERIC: &[Numeric] = &[
     numeric("chunk-chars", None, Through::Index),
     numeric("overlap", None, Through::Index),
     numeric("max-file-mib", None, Through::Index),
+    numeric("max-file-seconds", None, Through::Index),
+    numeric("max-file-memory-mib", None, Through::Index),
     numeric("hnsw-expansion", None, Through::Index),
     numeric("chunk", None, Through::Inspect),
     numeric("k", None, Through::Eval),

@@ -50,7 +50,7 @@ impl Default for ChunkerConfig {
 
 /// One chunk of a document, before embedding.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ChunkSpan {
+pub struct ChunkSpan {
     /// Byte range in the document's text.
     pub bytes: Range<usize>,
     /// Character (code point) range in the document's text.
@@ -93,7 +93,7 @@ pub(crate) fn embedding_text<'a>(
 }
 
 /// Cuts documents according to a [`ChunkerConfig`].
-pub(crate) struct Chunker {
+pub struct Chunker {
     config: ChunkerConfig,
     /// The model's tokenizer with truncation off, so that a long text is not under-counted.
     tokenizer: Tokenizer,
@@ -142,15 +142,24 @@ impl Chunker {
     }
 
     /// The document's chunks in order; markdown is split along its structure.
+    ///
+    /// # Panics
+    ///
+    /// Never: the settings are checked before the text is cut.
     pub fn chunk(&self, document: &LoadedDocument) -> Result<Vec<ChunkSpan>> {
         let text = document.text.as_str();
         let markdown = document.format == Format::Markdown;
-        let config = self.chunk_config()?;
+        // Checked once here; each window of the text gets a copy.
+        self.chunk_config()?;
+        let config = || self.chunk_config().expect("checked above");
+        // Windows hold many chunks, even of a large capacity.
+        let window = SPLIT_WINDOW_BYTES.max(self.config.capacity.saturating_mul(64));
         let pieces = match self.config.unit {
-            ChunkUnit::Characters => split(config, text, markdown),
+            ChunkUnit::Characters => split(config, text, markdown, window),
             ChunkUnit::Tokens => {
                 let sizer = DocumentTokens::new(text, &self.tokenizer)?;
-                split(config.with_sizer(sizer), text, markdown)
+                let config = || config().with_sizer(&sizer);
+                split(config, text, markdown, window)
             }
         };
         let mut headings = HeadingTracker::new(&document.headings);
@@ -180,7 +189,63 @@ impl Chunker {
     }
 }
 
+/// Bytes of a document text-splitter is given at a time. It looks over the whole rest of its
+/// text for every chunk it cuts, which takes time quadratic in a document's length (minutes for
+/// tens of megabytes); over windows of this size it is linear.
+const SPLIT_WINDOW_BYTES: usize = 256 * 1024;
+
+/// The document's pieces, as (byte offset, char offset, text), cut window by window.
+///
+/// The chunks that end in the last quarter of a window may have been cut where they are by the
+/// window's end rather than by the text: those are cut again from the first of them, as the
+/// start of the next window. A chunk's end depends on the text within a few chunk lengths of
+/// its start, so the pieces are those of the whole document cut at once.
 fn split<S: ChunkSizer>(
+    config: impl Fn() -> ChunkConfig<S>,
+    text: &str,
+    markdown: bool,
+    window: usize,
+) -> Vec<(usize, usize, &str)> {
+    let mut pieces = Vec::new();
+    let (mut start, mut chars_before) = (0, 0);
+    while start < text.len() {
+        let mut end = start.saturating_add(window).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        let cut = split_whole(config(), &text[start..end], markdown);
+        let settled = if end == text.len() {
+            cut.len()
+        } else {
+            let settled_end = end - start - window / 4;
+            // At least one piece, so that every window moves on.
+            cut.iter()
+                .take_while(|(offset, _, piece)| offset + piece.len() <= settled_end)
+                .count()
+                .max(1)
+        };
+        pieces.extend(
+            cut.iter()
+                .take(settled)
+                .map(|&(offset, chars, piece)| (start + offset, chars_before + chars, piece)),
+        );
+        let next = match cut.get(settled) {
+            Some(&(offset, _, _)) => start + offset,
+            None => cut.last().map_or(end, |&(offset, _, piece)| {
+                (start + offset + piece.len()).max(start + 1)
+            }),
+        };
+        let mut next = next.max(start + 1).min(text.len());
+        while !text.is_char_boundary(next) {
+            next += 1;
+        }
+        chars_before += text[start..next].chars().count();
+        start = next;
+    }
+    pieces
+}
+
+fn split_whole<S: ChunkSizer>(
     config: ChunkConfig<S>,
     text: &str,
     markdown: bool,
@@ -378,6 +443,54 @@ mod tests {
         .unwrap()
     }
 
+    /// About `bytes` of prose: paragraphs and sentences of many lengths, some words long.
+    fn prose(bytes: usize) -> String {
+        let words = [
+            "tide",
+            "harbour",
+            "ferry",
+            "kayak",
+            "the",
+            "of",
+            "crane",
+            "inspection",
+        ];
+        let mut state: u64 = 17;
+        let mut next = |n: u64| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            (state >> 33) % n
+        };
+        let mut text = String::new();
+        while text.len() < bytes {
+            for _ in 0..=next(12) {
+                for w in 0..3 + next(40) {
+                    if w > 0 {
+                        text.push(' ');
+                    }
+                    let word = words[next(words.len() as u64) as usize];
+                    text.push_str(&word.repeat(1 + usize::from(next(50) == 0) * 30));
+                }
+                text.push_str(". ");
+            }
+            text.push_str(if next(5) == 0 { "\n" } else { "\n\n" });
+        }
+        text
+    }
+
+    #[test]
+    fn cutting_window_by_window_gives_the_chunks_of_the_whole_text() {
+        let text = prose(300_000);
+        for (markdown, capacity, overlap) in [(false, 400, 0), (false, 1000, 120), (true, 600, 0)] {
+            let config = || ChunkConfig::new(capacity).with_overlap(overlap).unwrap();
+            let whole = split(config, &text, markdown, usize::MAX);
+            let windowed = split(config, &text, markdown, 16 * 1024);
+            assert!(whole.len() > 300, "{}", whole.len());
+            assert_eq!(windowed, whole, "markdown {markdown}, capacity {capacity}");
+        }
+    }
+
     #[test]
     fn every_chunk_maps_back_into_the_text() {
         let text = "Ünïcode first sentence here. Second sentence follows it.\n\nA new paragraph — with dashes.";
@@ -456,6 +569,40 @@ mod tests {
         tokenizer
     }
 
+    /// The benchmark corpora (`../shared/data`) cut window by window, in token units, are cut
+    /// as each whole document is: the evaluation's chunks do not depend on the window.
+    #[test]
+    fn the_corpora_cut_in_windows_as_whole_documents() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let Ok(entries) = std::fs::read_dir(root.join("../shared/data/corpora")) else {
+            assert!(
+                std::env::var_os("SCAR_REQUIRE_TOOLS").is_none(),
+                "SCAR_REQUIRE_TOOLS is set but ../shared/data/corpora is missing"
+            );
+            eprintln!("../shared/data/corpora is missing: skipped");
+            return;
+        };
+        let tokenizer = minilm_tokenizer();
+        let mut compared = 0;
+        for path in entries.map(|entry| entry.unwrap().path()) {
+            if path.extension().is_none_or(|e| e != "txt") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let sizer = DocumentTokens::new(&text, &tokenizer).unwrap();
+            let config = || ChunkConfig::new(256).with_sizer(&sizer);
+            let whole = split(config, &text, false, usize::MAX);
+            assert_eq!(
+                split(config, &text, false, 24 * 1024),
+                whole,
+                "{}",
+                path.display()
+            );
+            compared += whole.len();
+        }
+        assert!(compared > 1000, "{compared} chunks compared");
+    }
+
     /// The one-pass sizer cuts exactly where sizing every candidate with the tokenizer cuts.
     #[test]
     fn document_token_sizing_matches_encoding_each_candidate() {
@@ -484,7 +631,7 @@ mod tests {
                     .map(|c| c.bytes)
                     .collect();
                 let reference = ChunkConfig::new(capacity).with_sizer(&tokenizer);
-                let theirs: Vec<Range<usize>> = split(reference, &text, markdown)
+                let theirs: Vec<Range<usize>> = split_whole(reference, &text, markdown)
                     .into_iter()
                     .map(|(start, _, piece)| start..start + piece.len())
                     .collect();

@@ -122,6 +122,19 @@ pub enum IndexError {
     /// The HNSW graph (approximate dense search) failed.
     #[error("the HNSW graph failed")]
     Hnsw(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// Reading one file took more memory than its limit: the run stopped, since that memory
+    /// cannot be taken back, and later runs skip the file until it changes.
+    #[error(
+        "{path}: {reason}; the run stopped to keep the machine's memory, and the next runs skip \
+         this file until it changes: run the same command again",
+        path = path.display()
+    )]
+    RunawayFile {
+        /// The file.
+        path: PathBuf,
+        /// What it took.
+        reason: String,
+    },
     /// Embedding failed.
     #[error(transparent)]
     Embed(#[from] scar_embed::EmbedError),

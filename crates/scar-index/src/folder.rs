@@ -10,6 +10,8 @@
 //! hnsw.json              what the graph covers, its parameters and checksum
 //! resume.journal         vectors embedded for documents not committed yet
 //! skipped.json           the files the runs could not index, and why
+//! quarantine.json        the files that stopped a run, skipped until they change
+//! reading.json           the file being read, while it is (names the file if the run dies)
 //! ```
 
 use std::fmt;
@@ -43,6 +45,10 @@ pub(crate) enum IndexFile {
     Journal,
     /// The files the index could not read, and why.
     SkipList,
+    /// The files that stopped a run, skipped until they change.
+    Quarantine,
+    /// The file an indexing run is reading, while it reads it.
+    Reading,
 }
 
 impl IndexFile {
@@ -116,6 +122,8 @@ impl fmt::Display for IndexFile {
             Self::HnswStamp => f.write_str("hnsw.json"),
             Self::Journal => f.write_str("resume.journal"),
             Self::SkipList => f.write_str("skipped.json"),
+            Self::Quarantine => f.write_str("quarantine.json"),
+            Self::Reading => f.write_str("reading.json"),
         }
     }
 }

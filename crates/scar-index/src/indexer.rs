@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -18,7 +19,8 @@ use crate::skip_list::{self, Skipped};
 use crate::store::{
     Catalog, DataFiles, DocumentEntry, Manifest, NewDocument, VectorEncoding, Writer, file_stamp,
 };
-use crate::walk::discover;
+use crate::walk::{discover, resolve_root};
+use crate::watchdog::{Interrupted, Overrun, Quarantine, Stamped, Watchdog};
 use crate::{IndexError, Result};
 
 /// How to build an index. The chunker and vector encoding apply when the index is created; an
@@ -300,8 +302,13 @@ pub(crate) fn index_reusing(
         Manifest::new(embedder.info().clone(), options.chunker, options.vectors),
     )?;
     known.add_journal(dir)?;
-    let chunker = Chunker::new(&writer.manifest().chunker, embedder.tokenizer())?;
+    let chunker = Arc::new(Chunker::new(
+        &writer.manifest().chunker,
+        embedder.tokenizer(),
+    )?);
     let mut run = Run {
+        dir,
+        quarantine: Quarantine::open(dir)?,
         writer,
         embedder,
         options,
@@ -317,10 +324,14 @@ pub(crate) fn index_reusing(
         progress,
         cancel,
     };
-    let todo = run.plan(dir, roots);
+    let todo = run.plan(dir, roots)?;
     for file in todo {
         if run.cancelled() {
             break;
+        }
+        if run.quarantine.is_suspect(&file.stamped()) {
+            // A run died reading it: keep everything before it, should it end this one too.
+            run.commit_now()?;
         }
         run.load(file, &chunker)?;
         let waiting: usize = run.queue.iter().map(Pending::missing).sum();
@@ -345,6 +356,7 @@ pub(crate) fn index_reusing(
 }
 
 /// A new or changed file to load.
+#[derive(Clone)]
 struct FileToLoad {
     path: PathBuf,
     /// Its size and modification time (ns since the epoch) when it was found.
@@ -355,8 +367,21 @@ struct FileToLoad {
     replaces: Vec<u32>,
 }
 
+impl FileToLoad {
+    fn stamped(&self) -> Stamped {
+        Stamped {
+            path: self.path.clone(),
+            size: self.size,
+            modified_ns: self.modified_ns,
+        }
+    }
+}
+
 /// One indexing run's state: the writer, the documents waiting for vectors, the report.
 struct Run<'a> {
+    dir: &'a Path,
+    /// Files that stopped an earlier run, skipped until they change.
+    quarantine: Quarantine,
     writer: Writer,
     embedder: &'a Embedder,
     options: &'a IndexOptions,
@@ -387,8 +412,9 @@ impl<'a> Run<'a> {
     }
 
     /// Finds the files under `roots`, drops the documents whose files are gone, and lists
-    /// the files to load: new ones, and known ones whose size or time changed.
-    fn plan(&mut self, dir: &Path, roots: &[PathBuf]) -> Vec<FileToLoad> {
+    /// the files to load: new ones, and known ones whose size or time changed, but for those
+    /// that stopped an earlier run as they are.
+    fn plan(&mut self, dir: &Path, roots: &[PathBuf]) -> Result<Vec<FileToLoad>> {
         let discovered = discover(roots, dir);
         self.report.skipped.extend(
             discovered
@@ -397,7 +423,8 @@ impl<'a> Run<'a> {
                 .map(|(path, reason)| Skipped { path, reason }),
         );
 
-        let roots: Vec<PathBuf> = roots.iter().filter_map(|r| r.canonicalize().ok()).collect();
+        // A root that is gone still names its documents, which go with it.
+        let roots: Vec<PathBuf> = roots.iter().map(|root| resolve_root(root)).collect();
         let present: std::collections::HashSet<&Path> =
             discovered.files.iter().map(PathBuf::as_path).collect();
         let gone: Vec<&DocumentEntry> = self
@@ -450,29 +477,89 @@ impl<'a> Run<'a> {
             }
         }
 
+        let mut quarantined = Vec::new();
+        let limits = &self.options.load;
+        todo.retain(
+            |file| match self.quarantine.reason_to_skip(&file.stamped(), limits) {
+                Some(reason) => {
+                    quarantined.push(file.path.clone());
+                    self.report.skipped.push(Skipped {
+                        path: file.path.clone(),
+                        reason,
+                    });
+                    false
+                }
+                None => true,
+            },
+        );
+        let quarantined: Vec<&Path> = quarantined.iter().map(PathBuf::as_path).collect();
+        self.quarantine.retain_under(&roots, &quarantined)?;
+        // Files a run died reading come last, after everything else is committed.
+        todo.sort_by_key(|file| self.quarantine.is_suspect(&file.stamped()));
+
         self.state = IndexProgress {
             files_total: todo.len() + self.report.unchanged,
             files_done: self.report.unchanged,
             bytes_total: todo.iter().map(|f| f.size).sum(),
             ..IndexProgress::default()
         };
-        todo
+        Ok(todo)
     }
 
-    /// Loads and cuts a file; queues it for its vectors, or notes why it is not indexed, or
-    /// that it did not change after all.
-    fn load(&mut self, file: FileToLoad, chunker: &Chunker) -> Result<()> {
-        self.state.files_done += 1;
-        let mut document = match load_document(&file.path, &self.options.load) {
-            Ok(document) => document,
-            Err(error) => {
-                self.bytes_finished += file.size;
-                self.report.skipped.push(Skipped {
-                    path: file.path,
-                    reason: ErrorChain(&error).to_string(),
-                });
-                return Ok(());
+    /// Notes that `file` is not indexed, for `reason`.
+    fn skip(&mut self, file: FileToLoad, reason: String) {
+        self.bytes_finished += file.size;
+        self.report.skipped.push(Skipped {
+            path: file.path,
+            reason,
+        });
+    }
+
+    /// Deals with a file whose reading the watchdog stopped waiting for.
+    fn interrupted(
+        &mut self,
+        file: FileToLoad,
+        watchdog: Watchdog<'_>,
+        how: Interrupted,
+    ) -> Result<()> {
+        match how {
+            Interrupted::Cancelled => self.report.cancelled = true,
+            Interrupted::Panicked(message) => {
+                self.skip(file, format!("its reader failed: {message}"));
             }
+            Interrupted::Overran(overrun) => {
+                self.quarantine.add(file.stamped(), overrun)?;
+                if let Overrun::Memory(_) = overrun {
+                    watchdog.finish()?;
+                    return Err(IndexError::RunawayFile {
+                        path: file.path,
+                        reason: overrun.reason(),
+                    });
+                }
+                self.skip(file, overrun.reason());
+            }
+        }
+        watchdog.finish()
+    }
+
+    /// Loads and cuts a file under the watchdog; queues it for its vectors, or notes why it is
+    /// not indexed, or that it did not change after all.
+    fn load(&mut self, file: FileToLoad, chunker: &Arc<Chunker>) -> Result<()> {
+        self.state.files_done += 1;
+        let options: &'a IndexOptions = self.options;
+        let watchdog = Watchdog::start(self.dir, &file.stamped(), &options.load, self.cancel)?;
+        let read = {
+            let (path, load) = (file.path.clone(), options.load.clone());
+            watchdog.watch(move || load_document(&path, &load))?
+        };
+        let mut document = match read {
+            Ok(Ok(document)) => document,
+            Ok(Err(error)) => {
+                self.quarantine.clear(&file.path)?;
+                self.skip(file, ErrorChain(&error).to_string());
+                return watchdog.finish();
+            }
+            Err(how) => return self.interrupted(file, watchdog, how),
         };
         let unchanged = file.replaces.iter().any(|&slot| {
             self.writer
@@ -487,7 +574,8 @@ impl<'a> Run<'a> {
             }
             self.bytes_finished += file.size;
             self.report.unchanged += 1;
-            return Ok(());
+            self.quarantine.clear(&file.path)?;
+            return watchdog.finish();
         }
         let attachments = std::mem::take(&mut document.attachments);
         let mut parts = vec![(None, document)];
@@ -496,8 +584,24 @@ impl<'a> Run<'a> {
                 .into_iter()
                 .map(|attachment| (Some(attachment.name), attachment.document)),
         );
-        let mut cut = Vec::with_capacity(parts.len());
-        for (attachment, document) in parts {
+        let chunker = Arc::clone(chunker);
+        let parts_cut = watchdog.watch(move || {
+            parts
+                .into_iter()
+                .map(|(attachment, document)| {
+                    let chunks = chunker.chunk(&document);
+                    (attachment, document, chunks)
+                })
+                .collect::<Vec<_>>()
+        })?;
+        let parts_cut = match parts_cut {
+            Ok(parts_cut) => parts_cut,
+            Err(how) => return self.interrupted(file, watchdog, how),
+        };
+        self.quarantine.clear(&file.path)?;
+        watchdog.finish()?;
+        let mut cut = Vec::with_capacity(parts_cut.len());
+        for (attachment, document, chunks) in parts_cut {
             self.report
                 .warnings
                 .extend(document.warnings.iter().map(|w| Skipped {
@@ -507,7 +611,7 @@ impl<'a> Run<'a> {
                         None => w.clone(),
                     },
                 }));
-            let chunks = chunker.chunk(&document)?;
+            let chunks = chunks?;
             cut.push(Part {
                 attachment,
                 document,
@@ -697,6 +801,15 @@ impl<'a> Run<'a> {
         self.state.bytes_done = self.bytes_finished + waiting as u64;
         self.state.elapsed = self.started.elapsed();
         (self.progress)(&self.state);
+    }
+
+    /// Stores and commits everything loaded so far.
+    fn commit_now(&mut self) -> Result<()> {
+        self.embed_queue()?;
+        self.keep_unstored()?;
+        self.writer.commit()?;
+        self.last_commit = Instant::now();
+        Ok(())
     }
 
     fn commit_if_due(&mut self) -> Result<()> {

@@ -47,8 +47,9 @@ mod store;
 mod swap;
 mod walk;
 mod watch;
+mod watchdog;
 
-pub use chunk::{ChunkUnit, ChunkerConfig};
+pub use chunk::{ChunkSpan, ChunkUnit, Chunker, ChunkerConfig};
 pub use error::{IndexError, Result};
 pub use folder::is_index;
 pub use hnsw::{HnswGraph, HnswInfo, HnswParams};

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::io_error;
 use crate::folder::{IndexFile, write_replacing};
+use crate::walk::resolve_root;
 use crate::{IndexError, Result};
 
 /// A file that was not indexed, and why.
@@ -59,10 +60,7 @@ pub(crate) fn record(
 ) -> Result<()> {
     // A damaged list is replaced: it is rebuilt from what the runs find.
     let earlier = skipped_files(dir).unwrap_or_default();
-    let roots: Vec<PathBuf> = roots
-        .iter()
-        .map(|root| root.canonicalize().unwrap_or_else(|_| root.clone()))
-        .collect();
+    let roots: Vec<PathBuf> = roots.iter().map(|root| resolve_root(root)).collect();
     let mut files: BTreeMap<PathBuf, Skipped> = earlier
         .into_iter()
         .filter(|file| cancelled || !roots.iter().any(|root| file.path.starts_with(root)))

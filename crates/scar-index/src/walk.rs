@@ -51,6 +51,33 @@ pub(crate) fn discover(roots: &[PathBuf], index: &Path) -> Discovered {
     found
 }
 
+/// A root as the index names the files under it: its canonical path, or for a root that no
+/// longer exists, its nearest existing ancestor's canonical path with the rest added back, so
+/// that the documents of a deleted or renamed folder are still found under it.
+pub(crate) fn resolve_root(root: &Path) -> PathBuf {
+    if let Ok(canonical) = root.canonicalize() {
+        return canonical;
+    }
+    let absolute = std::path::absolute(root).unwrap_or_else(|_| root.to_owned());
+    let mut missing = Vec::new();
+    let mut existing = absolute.as_path();
+    loop {
+        if let Ok(canonical) = existing.canonicalize() {
+            return missing
+                .iter()
+                .rev()
+                .fold(canonical, |path, name| path.join(name));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                missing.push(name.to_owned());
+                existing = parent;
+            }
+            _ => return absolute,
+        }
+    }
+}
+
 impl Discovered {
     fn add_file(&mut self, path: &Path) {
         match fs::canonicalize(path) {

@@ -65,6 +65,7 @@ fn bad_files_are_reported_and_the_rest_is_indexed() {
     let options = IndexOptions {
         load: LoadOptions {
             max_file_bytes: 2 * 1024 * 1024,
+            ..LoadOptions::default()
         },
         ..IndexOptions::default()
     };
@@ -131,4 +132,85 @@ fn bad_files_are_reported_and_the_rest_is_indexed() {
     let listed = scar_index::skipped_files(dir.path()).unwrap();
     assert_eq!(listed.len(), expected.len() - 1, "{listed:#?}");
     assert!(!listed.iter().any(|s| s.path.ends_with("empty.txt")));
+}
+
+/// A file the process died reading (simulated: the run's marker naming it is left behind, as
+/// an abort or a kill leaves it) is read again, last, after the rest of the folder is
+/// committed: a person may have killed that run. Read through, it is indexed and forgotten.
+#[test]
+fn a_file_a_run_died_reading_is_read_again_last() {
+    let docs = tempfile::tempdir().unwrap();
+    let d = docs.path();
+    write(d, "good.txt", "The ferry takes kayaks for eight euros.");
+    write(d, "bomb.txt", "Pretend this file aborts the reader.");
+    let dir = tempfile::tempdir().unwrap();
+    let embedder = tiny_bert();
+    let options = IndexOptions::default();
+    let first = index(dir.path(), &[d.to_path_buf()], &embedder, &options);
+    assert!(first.is_complete());
+
+    // The next run died while reading the bomb, which had changed.
+    write(
+        d,
+        "bomb.txt",
+        "Pretend this file aborts the reader, now worse.",
+    );
+    write(
+        d,
+        "late.txt",
+        "A file added since, indexed before the suspect.",
+    );
+    let bomb = d.join("bomb.txt").canonicalize().unwrap();
+    let metadata = std::fs::metadata(&bomb).unwrap();
+    let modified_ns = metadata
+        .modified()
+        .unwrap()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    let marker = serde_json::json!({
+        "path": bomb, "size": metadata.len(), "modified_ns": modified_ns,
+    });
+    std::fs::write(dir.path().join("reading.json"), marker.to_string()).unwrap();
+
+    let report = index(dir.path(), &[d.to_path_buf()], &embedder, &options);
+    assert!(report.is_complete(), "{:?}", report.skipped);
+    assert_eq!((report.added, report.updated), (1, 1));
+    assert!(!dir.path().join("reading.json").exists());
+    assert!(!dir.path().join("quarantine.json").exists());
+    assert_consistent(&Index::open(dir.path()).unwrap());
+}
+
+/// The documents of a folder that was deleted leave the index at the next run over it.
+#[test]
+fn a_deleted_folder_takes_its_documents_with_it() {
+    let docs = tempfile::tempdir().unwrap();
+    let folder = docs.path().join("trip");
+    std::fs::create_dir(&folder).unwrap();
+    write(
+        &folder,
+        "ferry.txt",
+        "The ferry takes kayaks for eight euros.",
+    );
+    write(&folder, "tides.txt", "High tide is at six in the morning.");
+    let dir = tempfile::tempdir().unwrap();
+    let embedder = tiny_bert();
+    let options = IndexOptions::default();
+    let first = index(
+        dir.path(),
+        std::slice::from_ref(&folder),
+        &embedder,
+        &options,
+    );
+    assert_eq!(first.added, 2);
+
+    std::fs::remove_dir_all(&folder).unwrap();
+    let report = index(
+        dir.path(),
+        std::slice::from_ref(&folder),
+        &embedder,
+        &options,
+    );
+    assert_eq!(report.removed, 2);
+    assert_eq!(Index::open(dir.path()).unwrap().documents().len(), 0);
 }

@@ -142,7 +142,13 @@ impl Library {
                     known: self.names().join(", "),
                 })?,
         };
-        Ok(served.current())
+        let retriever = served.current();
+        // A data file cut on disk would take the process down at the first read of its pages.
+        retriever
+            .index()
+            .check_files()
+            .map_err(scar_retrieve::RetrieveError::from)?;
+        Ok(retriever)
     }
 
     /// What each index holds, as of its last commit.

@@ -28,12 +28,14 @@ const INVALID_PARAMS: i64 = -32602;
 
 /// Serves `library` on `input` and `output` (stdin and stdout) until `input` ends.
 pub fn serve(library: &Library, input: impl BufRead, mut output: impl Write) -> Result<()> {
-    for line in input.lines() {
+    for line in input.split(b'\n') {
         let line = line.map_err(ServeError::Stream)?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        if let Some(response) = respond(library, &line) {
+        let response = match std::str::from_utf8(&line) {
+            Ok(line) if line.trim().is_empty() => continue,
+            Ok(line) => respond(library, line),
+            Err(e) => Some(error(&Value::Null, PARSE_ERROR, &format!("not UTF-8: {e}"))),
+        };
+        if let Some(response) = response {
             writeln!(output, "{response}").map_err(ServeError::Stream)?;
             output.flush().map_err(ServeError::Stream)?;
         }
@@ -41,16 +43,33 @@ pub fn serve(library: &Library, input: impl BufRead, mut output: impl Write) -> 
     Ok(())
 }
 
-/// The response to one message; `None` for a notification.
+/// The response to one message; `None` for a notification, or a client's response.
 fn respond(library: &Library, line: &str) -> Option<Value> {
     let message: Value = match serde_json::from_str(line) {
         Ok(message) => message,
         Err(e) => return Some(error(&Value::Null, PARSE_ERROR, &format!("not JSON: {e}"))),
     };
+    let Value::Object(message) = message else {
+        // MCP sends one message per line; JSON-RPC batches are not part of it.
+        let what = if message.is_array() {
+            "batches are not supported: send one request per line"
+        } else {
+            "a request is a JSON object"
+        };
+        return Some(error(&Value::Null, INVALID_REQUEST, what));
+    };
     let id = message.get("id").cloned();
-    let Some(method) = message.get("method").and_then(Value::as_str) else {
-        // A response to nothing we asked, or not JSON-RPC at all.
-        return id.map(|id| error(&id, INVALID_REQUEST, "a request needs a method"));
+    let Some(method) = message.get("method") else {
+        if message.contains_key("result") || message.contains_key("error") {
+            // A response to nothing we asked.
+            return None;
+        }
+        let id = id.unwrap_or(Value::Null);
+        return Some(error(&id, INVALID_REQUEST, "a request needs a method"));
+    };
+    let Some(method) = method.as_str() else {
+        let id = id.unwrap_or(Value::Null);
+        return Some(error(&id, INVALID_REQUEST, "a method is a string"));
     };
     // Notifications (no id) are acknowledged by doing nothing.
     let id = id?;

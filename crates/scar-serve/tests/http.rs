@@ -268,6 +268,63 @@ fn thousands_of_random_bodies_get_answers_and_never_take_it_down() {
     eprintln!("3000 random bodies: {statuses:?}");
 }
 
+/// A data file cut short on disk under a running server is a damage report naming the repair,
+/// not a crash (reading a mapped page past a file's end kills the process with SIGBUS).
+#[test]
+fn a_data_file_cut_short_while_serving_is_an_error_not_a_crash() {
+    let copy = tempfile::tempdir().unwrap();
+    let index = copy.path().join("example");
+    copy_folder(example_index(), &index);
+    let server = Server::start(
+        Arc::new(library(std::slice::from_ref(&index))),
+        &http::HttpOptions::default(),
+    );
+    let search = || {
+        post(
+            &server.url("/v1/search"),
+            &json!({"question": "What does a kayak cost on the ferry?", "k": 2}).to_string(),
+        )
+    };
+    assert_eq!(search().0, 200);
+    let strings = std::fs::read_dir(&index)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| {
+            path.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("strings.")
+        })
+        .unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&strings)
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    let (status, body) = search();
+    assert_eq!(status, 500, "{body}");
+    assert!(
+        body.contains("cut short") && body.contains("--repair"),
+        "{body}"
+    );
+    // The server is still up.
+    assert_eq!(get(&server.url("/v1/health"), None).0, 200);
+}
+
+fn copy_folder(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_folder(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
 #[test]
 fn a_commit_made_while_serving_is_searched_without_a_restart() {
     let docs = tempfile::tempdir().unwrap();

@@ -119,3 +119,51 @@ fn mistakes_are_errors_the_client_can_read() {
     let response: Value = serde_json::from_slice(&output).unwrap();
     assert_eq!(response["error"]["code"], -32700);
 }
+
+/// Every malformed line gets the error JSON-RPC gives for it, with a null id, and the server
+/// goes on to answer the next.
+#[test]
+fn malformed_lines_are_answered_and_the_session_goes_on() {
+    let lines: &[&[u8]] = &[
+        b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\", \"x\": \"\xff\xfe\"}",
+        br#"[{"jsonrpc": "2.0", "id": 2, "method": "ping"}]"#,
+        b"[]",
+        b"42",
+        br#""ping""#,
+        b"{}",
+        br#"{"jsonrpc": "2.0", "id": 3, "method": 7}"#,
+        br#"{"jsonrpc": "2.0", "id": 9, "result": {}}"#,
+        br#"{"jsonrpc": "2.0", "id": 4, "method": "ping"}"#,
+    ];
+    let input = lines.join(&b'\n');
+    let mut output = Vec::new();
+    scar_serve::mcp::serve(&example(), &input[..], &mut output).unwrap();
+    let responses: Vec<Value> = String::from_utf8(output)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let codes: Vec<Option<i64>> = responses
+        .iter()
+        .map(|r| r["error"]["code"].as_i64())
+        .collect();
+    let invalid = Some(-32600);
+    assert_eq!(
+        codes,
+        [
+            Some(-32700),
+            invalid,
+            invalid,
+            invalid,
+            invalid,
+            invalid,
+            invalid,
+            None
+        ],
+        "{responses:#?}"
+    );
+    assert!(responses[..6].iter().all(|r| r["id"].is_null()));
+    assert_eq!(responses[6]["id"], 3);
+    assert_eq!(responses[7]["id"], 4);
+    assert_eq!(responses[7]["result"], json!({}));
+}

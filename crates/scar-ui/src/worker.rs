@@ -266,7 +266,7 @@ impl Worker {
         let reply = self.reply(ctx);
         spawn("scar-watch", move || {
             match FolderWatch::new(&sources, &dir) {
-                Ok(watch) => {
+                Ok(mut watch) => {
                     while watch.next_burst(&stop).is_some() {
                         reply.send(Event::SourcesChanged(dir.clone()));
                     }

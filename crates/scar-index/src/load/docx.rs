@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use roxmltree::Node;
 
 use super::outline::{Outline, level_from_style_name};
-use super::zipped::{self, Archive, TableNames, attribute, is, nearest, parse_xml};
+use super::zipped::{self, Archive, TableNames, attribute, is, nodes_outside, parse_xml, walk};
 use super::{Heading, LoadError};
 
 const KIND: &str = "Word";
@@ -27,18 +27,22 @@ pub(super) fn to_text(bytes: &[u8], limit: u64) -> Result<(String, Vec<Heading>)
 fn body_text(xml: &str, levels: &HashMap<String, u8>) -> Result<(String, Vec<Heading>), LoadError> {
     let document = parse_xml(xml, KIND)?;
     let mut outline = Outline::default();
-    for node in document.descendants() {
-        // Paragraphs inside a table belong to its cells; those of a text box to its anchor's.
-        if is(node, "p") && nearest(node, &["tbl", "p"]).is_none() {
+    // The state passed down: inside a paragraph. Paragraphs inside a table belong to its
+    // cells; those of a text box to its anchor's.
+    walk(document.root(), false, |node, in_paragraph| {
+        if is(node, "tbl") {
+            outline.table(&table_rows(node));
+            return None;
+        }
+        if is(node, "p") && !in_paragraph {
             let text = paragraph_text(node);
             match heading_level(node, levels) {
                 Some(level) => outline.heading(level, &text),
                 None => outline.paragraph(&text),
             }
-        } else if is(node, "tbl") && nearest(node, &["tbl"]).is_none() {
-            outline.table(&table_rows(node));
         }
-    }
+        Some(in_paragraph || is(node, "p"))
+    });
     Ok(outline.finish())
 }
 
@@ -46,10 +50,8 @@ fn body_text(xml: &str, levels: &HashMap<String, u8>) -> Result<(String, Vec<Hea
 /// field instructions (which live in other elements than `w:t`).
 fn paragraph_text(paragraph: Node) -> String {
     let mut text = String::new();
-    for node in paragraph.descendants() {
-        if node.is_element() && nearest(node, &["p"]) != Some(paragraph) {
-            continue;
-        }
+    // A paragraph nested in this one (a text box's) is not part of its text.
+    for node in nodes_outside(paragraph, |node| is(node, "p")) {
         match node.tag_name().name() {
             "t" if node.is_element() => text.push_str(node.text().unwrap_or_default()),
             "tab" if node.is_element() => text.push('\t'),
@@ -190,6 +192,26 @@ mod tests {
             .map(|h| (h.level, h.title.as_str()))
             .collect();
         assert_eq!(titles, [(1, "Fares"), (2, "Timetable")]);
+    }
+
+    /// Runs and content controls nested tens of thousands deep (a file of a few kilobytes)
+    /// are read in one pass, with no walk up the ancestors from each node.
+    #[test]
+    fn deeply_nested_markup_is_read() {
+        let w = "xmlns:w=\"http://schemas.openxmlformats.org/wordprocessingml/2006/main\"";
+        let runs = format!(
+            "<w:p>{}<w:t>deep</w:t>{}</w:p>",
+            "<w:r>".repeat(80_000),
+            "</w:r>".repeat(80_000)
+        );
+        let controls = format!(
+            "{}<w:p><w:r><w:t>inside</w:t></w:r></w:p>{}",
+            "<w:sdt><w:sdtContent>".repeat(20_000),
+            "</w:sdtContent></w:sdt>".repeat(20_000)
+        );
+        let xml = format!("<w:document {w}><w:body>{runs}{controls}</w:body></w:document>");
+        let (text, _) = body_text(&xml, &HashMap::new()).unwrap();
+        assert_eq!(text, "deep\n\ninside");
     }
 
     #[test]

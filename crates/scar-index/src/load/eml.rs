@@ -8,13 +8,18 @@ use mail_parser::{Address, MessageParser, MimeHeaders};
 
 use super::outline::Outline;
 use super::zipped::corrupt;
-use super::{Attachment, Format, Heading, LoadError, LoadOptions, load_bytes};
+use super::{Attachment, Format, Heading, LoadError, LoadOptions, human_size, load_carried};
+
+/// How deep mail is read inside mail: a forward of a forward of a forward, and no further.
+const MAX_DEPTH: usize = 8;
 
 /// The message's text and headings, and its attachments in formats the loader reads; an
-/// attachment that cannot be read is a warning.
+/// attachment that cannot be read is a warning. The message carried `depth` mails deep and
+/// everything it carries share the limit of the file that holds them.
 pub(super) fn to_text(
     bytes: &[u8],
-    limit: u64,
+    options: &LoadOptions,
+    depth: usize,
     warnings: &mut Vec<String>,
 ) -> Result<(String, Vec<Heading>, Vec<Attachment>), LoadError> {
     let message = MessageParser::default()
@@ -36,27 +41,53 @@ pub(super) fn to_text(
         headers.push(format!("Date: {}", date.to_rfc3339()));
     }
     outline.paragraph(&headers.join("\n"));
+    // The limit is shared: the message's text, then each attachment's text as it is read.
+    let mut used: u64 = 0;
     for index in 0..message.text_body_count() {
         if let Some(body) = message.body_text(index) {
+            used += body.len() as u64;
             for paragraph in body.replace("\r\n", "\n").split("\n\n") {
                 outline.paragraph(paragraph);
             }
         }
     }
-    let options = LoadOptions {
-        max_file_bytes: limit,
-    };
+    let limit = options.max_file_bytes;
     let mut attachments = Vec::new();
     for attachment in message.attachments() {
         let Some(name) = attachment.attachment_name() else {
             continue;
         };
         // Only files the loader knows by name: an attachment's bytes are not sniffed as text.
-        if Format::named(Path::new(name)).is_none() {
+        let Some(format) = Format::named(Path::new(name)) else {
+            continue;
+        };
+        if format == Format::Email && depth >= MAX_DEPTH {
+            warnings.push(format!(
+                "attachment {name} left out: mail is read {MAX_DEPTH} messages deep, no deeper"
+            ));
             continue;
         }
-        match load_bytes(Path::new(name), attachment.contents(), &options) {
+        let left = limit.saturating_sub(used);
+        if attachment.contents().len() as u64 > left {
+            warnings.push(format!(
+                "attachment {name} left out: with the text before it, it runs past the {} \
+                 limit of the file that carries it; raise --max-file-mib to index it",
+                human_size(limit)
+            ));
+            continue;
+        }
+        let inner = LoadOptions {
+            max_file_bytes: left,
+            ..options.clone()
+        };
+        match load_carried(Path::new(name), attachment.contents(), &inner, depth + 1) {
             Ok(mut document) => {
+                used += document.text.len() as u64
+                    + document
+                        .attachments
+                        .iter()
+                        .map(|carried| carried.document.text.len() as u64)
+                        .sum::<u64>();
                 // A forwarded mail's own attachments are documents beside it, named by the way
                 // to them.
                 let inner = std::mem::take(&mut document.attachments);
@@ -96,7 +127,70 @@ fn addresses(address: &Address) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::fmt::Write as _;
+
     use super::*;
+
+    fn options(limit: u64) -> LoadOptions {
+        LoadOptions {
+            max_file_bytes: limit,
+            ..LoadOptions::default()
+        }
+    }
+
+    /// A message whose attachment `name` holds `attached`.
+    fn mail_carrying(subject: &str, name: &str, attached: &str) -> String {
+        format!(
+            "Subject: {subject}\r\nMIME-Version: 1.0\r\n\
+             Content-Type: multipart/mixed; boundary=\"b{subject}x\"\r\n\r\n\
+             --b{subject}x\r\nContent-Type: text/plain\r\n\r\nSee the file.\r\n\
+             --b{subject}x\r\nContent-Type: application/octet-stream; name=\"{name}\"\r\n\
+             Content-Disposition: attachment; filename=\"{name}\"\r\n\r\n\
+             {attached}\r\n--b{subject}x--\r\n"
+        )
+    }
+
+    #[test]
+    fn mail_inside_mail_is_read_to_a_bounded_depth() {
+        let mut message = "Subject: bottom\r\n\r\nThe innermost text.\r\n".to_owned();
+        for level in 0..1000 {
+            message = mail_carrying(&level.to_string(), "fwd.eml", &message);
+        }
+        let mut warnings = Vec::new();
+        let (_, _, attachments) =
+            to_text(message.as_bytes(), &options(50 << 20), 0, &mut warnings).unwrap();
+        assert_eq!(attachments.len(), MAX_DEPTH);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let deepest = &attachments[MAX_DEPTH - 1].document;
+        assert!(
+            deepest.warnings.iter().any(|w| w.contains("no deeper")),
+            "{:?}",
+            deepest.warnings
+        );
+    }
+
+    #[test]
+    fn a_mail_and_its_attachments_share_one_limit() {
+        let text = "tide ".repeat(40_000);
+        let mut parts = String::new();
+        for i in 0..6 {
+            let _ = write!(
+                parts,
+                "--b\r\nContent-Type: text/plain; name=\"t{i}.txt\"\r\n\
+                 Content-Disposition: attachment; filename=\"t{i}.txt\"\r\n\r\n{text}\r\n"
+            );
+        }
+        let message = format!(
+            "Subject: tables\r\nMIME-Version: 1.0\r\n\
+             Content-Type: multipart/mixed; boundary=\"b\"\r\n\r\n{parts}--b--\r\n"
+        );
+        let mut warnings = Vec::new();
+        let (_, _, attachments) =
+            to_text(message.as_bytes(), &options(500_000), 0, &mut warnings).unwrap();
+        assert_eq!(attachments.len(), 2);
+        assert_eq!(warnings.len(), 4, "{warnings:?}");
+        assert!(warnings[0].contains("runs past the"), "{warnings:?}");
+    }
 
     #[test]
     fn headers_and_text_are_the_message_and_readable_attachments_documents_of_their_own() {
@@ -116,7 +210,7 @@ Content-Disposition: attachment; filename=\"photo.raw\"\r\n\r\n\
 xyz\r\n--b1--\r\n";
         let mut warnings = Vec::new();
         let (text, headings, attachments) =
-            to_text(message.as_bytes(), 1 << 20, &mut warnings).unwrap();
+            to_text(message.as_bytes(), &options(1 << 20), 0, &mut warnings).unwrap();
         assert!(
             text.starts_with(
                 "Crane inspection\n\nFrom: Ana Ruiz <ana@example.org>\nTo: harbour@example.org\n\

@@ -30,6 +30,10 @@ use std::path::Path;
 const MIB: u64 = 1024 * 1024;
 /// Default for [`LoadOptions::max_file_bytes`]: 50 MiB.
 const DEFAULT_MAX_FILE_BYTES: u64 = 50 * MIB;
+/// Default for [`LoadOptions::max_read_time`]: long enough to OCR a scanned book on a laptop.
+const DEFAULT_MAX_READ_TIME: std::time::Duration = std::time::Duration::from_mins(10);
+/// Default for [`LoadOptions::max_read_memory`]: 4 GiB.
+const DEFAULT_MAX_READ_MEMORY: u64 = 4096 * MIB;
 /// How much of a file is checked for NUL bytes before the rest is read.
 const SNIFF_BYTES: u64 = 8 * 1024;
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -171,12 +175,20 @@ pub struct Attachment {
 pub struct LoadOptions {
     /// Files larger than this are skipped without being read. Default: 50 MiB.
     pub max_file_bytes: u64,
+    /// An indexing run skips a file whose reading and cutting take longer than this, and
+    /// later runs skip it until it changes. Default: 10 minutes.
+    pub max_read_time: std::time::Duration,
+    /// An indexing run stops when the process grows by more than this many bytes while
+    /// reading one file, and later runs skip that file until it changes. Default: 4 GiB.
+    pub max_read_memory: u64,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
         Self {
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+            max_read_time: DEFAULT_MAX_READ_TIME,
+            max_read_memory: DEFAULT_MAX_READ_MEMORY,
         }
     }
 }
@@ -246,6 +258,17 @@ pub enum LoadError {
         /// The limit they exceed, in bytes.
         limit: u64,
     },
+    /// The text laid out from the file's cells runs past [`LoadOptions::max_file_bytes`]: a
+    /// value shared or repeated by many cells, counted before it is copied.
+    #[error(
+        "its cells hold more than the {} limit of text (values shared or repeated across \
+         cells); raise --max-file-mib to index it",
+        human_size(*.limit)
+    )]
+    CellsTooLarge {
+        /// The limit they exceed, in bytes.
+        limit: u64,
+    },
     /// The file is damaged, or not what its extension says.
     #[error("corrupt {kind} file")]
     Corrupt {
@@ -294,6 +317,16 @@ pub fn load_bytes(
     bytes: &[u8],
     options: &LoadOptions,
 ) -> Result<LoadedDocument, LoadError> {
+    load_carried(path, bytes, options, 0)
+}
+
+/// [`load_bytes`] for a file carried `depth` mails deep (0: the file itself).
+fn load_carried(
+    path: &Path,
+    bytes: &[u8],
+    options: &LoadOptions,
+    depth: usize,
+) -> Result<LoadedDocument, LoadError> {
     let limit = options.max_file_bytes;
     if bytes.len() as u64 > limit {
         return Err(LoadError::TooLarge {
@@ -341,7 +374,7 @@ pub fn load_bytes(
         Format::Rtf => rtf::to_text(bytes)?,
         Format::Email => {
             let (text, headings);
-            (text, headings, attachments) = eml::to_text(bytes, limit, &mut warnings)?;
+            (text, headings, attachments) = eml::to_text(bytes, options, depth, &mut warnings)?;
             (text, headings)
         }
     };
@@ -583,7 +616,10 @@ mod tests {
             "larger than the 50 MiB limit (1073741824 bytes); raise --max-file-mib to index it"
         );
 
-        let small = LoadOptions { max_file_bytes: 4 };
+        let small = LoadOptions {
+            max_file_bytes: 4,
+            ..LoadOptions::default()
+        };
         let error = load_document(&write(&dir, "five.txt", "12345"), &small).unwrap_err();
         assert!(
             error

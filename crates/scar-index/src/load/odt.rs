@@ -4,7 +4,7 @@
 use roxmltree::Node;
 
 use super::outline::Outline;
-use super::zipped::{self, Archive, TableNames, attribute, is, nearest, parse_xml};
+use super::zipped::{self, Archive, TableNames, attribute, is, nodes_outside, parse_xml, walk};
 use super::{Heading, LoadError};
 
 const KIND: &str = "OpenDocument text";
@@ -17,20 +17,23 @@ pub(super) fn to_text(bytes: &[u8], limit: u64) -> Result<(String, Vec<Heading>)
 fn body_text(xml: &str) -> Result<(String, Vec<Heading>), LoadError> {
     let document = parse_xml(xml, KIND)?;
     let mut outline = Outline::default();
-    for node in document.descendants() {
-        // A table's paragraphs belong to its cells; a note's are not part of the running text.
-        let placed = |node| nearest(node, &["table", "note", "annotation", "p", "h"]).is_none();
-        if is(node, "h") && placed(node) {
+    // Nothing inside a heading, paragraph or table is placed on its own: a table's paragraphs
+    // belong to its cells. A note's are not part of the running text.
+    walk(document.root(), (), |node, ()| {
+        if is(node, "h") {
             let level = attribute(node, "outline-level")
                 .and_then(|level| level.parse().ok())
                 .unwrap_or(1);
             outline.heading(level, &paragraph_text(node));
-        } else if is(node, "p") && placed(node) {
+        } else if is(node, "p") {
             outline.paragraph(&paragraph_text(node));
-        } else if is(node, "table") && placed(node) {
+        } else if is(node, "table") {
             outline.table(&table_rows(node));
+        } else if !(is(node, "note") || is(node, "annotation")) {
+            return Some(());
         }
-    }
+        None
+    });
     Ok(outline.finish())
 }
 
@@ -38,10 +41,9 @@ fn body_text(xml: &str) -> Result<(String, Vec<Heading>), LoadError> {
 /// without the notes anchored in it.
 fn paragraph_text(paragraph: Node) -> String {
     let mut text = String::new();
-    for node in paragraph.descendants() {
-        if nearest(node, &["note", "annotation"])
-            .is_some_and(|note| note.ancestors().any(|a| a == paragraph))
-        {
+    let in_notes = |node: Node| is(node, "note") || is(node, "annotation");
+    for node in nodes_outside(paragraph, in_notes) {
+        if in_notes(node) {
             continue;
         }
         if node.is_text() {
@@ -77,6 +79,18 @@ fn table_rows(table: Node) -> Vec<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Spans nested tens of thousands deep are read in one pass.
+    #[test]
+    fn deeply_nested_spans_are_read() {
+        let xml = format!(
+            r#"<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"><office:body><office:text><text:p>{}deep{}</text:p></office:text></office:body></office:document-content>"#,
+            "<text:span>".repeat(80_000),
+            "</text:span>".repeat(80_000)
+        );
+        let (text, _) = body_text(&xml).unwrap();
+        assert_eq!(text, "deep");
+    }
 
     #[test]
     fn headings_paragraphs_lists_and_tables_in_reading_order() {

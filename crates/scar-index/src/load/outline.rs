@@ -2,7 +2,12 @@
 //! (office files, e-books, mail): headings, paragraphs and tables, each block separated from the
 //! next by a blank line so that the chunker cuts between them first.
 
+use std::collections::HashMap;
+
 use super::{Heading, collapse_whitespace};
+
+/// Bytes of column names a table row may carry beyond twice its own text.
+const NAMES_ALLOWANCE: usize = 120;
 
 /// A document's text being written block by block, with the headings met on the way.
 #[derive(Debug, Default)]
@@ -45,24 +50,50 @@ impl Outline {
     /// names each cell's column (`Fare: 8 euros; Return: 16 euros`), so that a row cut from its
     /// header still says what its cells are.
     pub(super) fn table(&mut self, rows: &[Vec<String>]) {
-        let rows: Vec<Vec<String>> = rows
+        let rows: Vec<Vec<(usize, String)>> = rows
             .iter()
-            .map(|row| row.iter().map(|cell| collapse_whitespace(cell)).collect())
-            .filter(|row: &Vec<String>| row.iter().any(|cell| !cell.is_empty()))
+            .map(|row| row.iter().cloned().enumerate().collect())
+            .collect();
+        self.sparse_table(&rows);
+    }
+
+    /// [`Outline::table`] for rows of the cells that hold text, each with its column. A row
+    /// names its columns only while the names at most triple its text: long names over many
+    /// short cells would otherwise multiply a table's size.
+    pub(super) fn sparse_table(&mut self, rows: &[Vec<(usize, String)>]) {
+        let rows: Vec<Vec<(usize, String)>> = rows
+            .iter()
+            .map(|row| {
+                row.iter()
+                    .map(|(column, cell)| (*column, collapse_whitespace(cell)))
+                    .filter(|(_, cell)| !cell.is_empty())
+                    .collect()
+            })
+            .filter(|row: &Vec<(usize, String)>| !row.is_empty())
             .collect();
         let Some((header, body)) = rows.split_first() else {
             return;
         };
-        let mut lines = vec![join_cells(header.iter().map(String::as_str), " | ")];
+        let column_names: HashMap<usize, &str> = header
+            .iter()
+            .map(|(column, name)| (*column, name.as_str()))
+            .collect();
+        let mut lines = vec![join_cells(header.iter().map(|(_, name)| name), " | ")];
         lines.extend(body.iter().map(|row| {
-            let named = row.iter().enumerate().filter(|(_, cell)| !cell.is_empty());
-            join_cells(
-                named.map(|(column, cell)| match header.get(column) {
-                    Some(name) if !name.is_empty() && name != cell => format!("{name}: {cell}"),
-                    _ => cell.clone(),
-                }),
+            let named = join_cells(
+                row.iter()
+                    .map(|(column, cell)| match column_names.get(column) {
+                        Some(name) if name != cell => format!("{name}: {cell}"),
+                        _ => cell.clone(),
+                    }),
                 "; ",
-            )
+            );
+            let plain = join_cells(row.iter().map(|(_, cell)| cell), "; ");
+            if named.len() <= 3 * plain.len() + NAMES_ALLOWANCE {
+                named
+            } else {
+                plain
+            }
         }));
         self.start_block();
         self.text.push_str(&lines.join("\n"));

@@ -5,8 +5,8 @@ use roxmltree::Node;
 
 use super::outline::Outline;
 use super::zipped::{
-    Archive, TableNames, attribute, folder, is, nearest, parse_xml, relationships, resolve,
-    table_rows,
+    Archive, TableNames, attribute, folder, is, nodes_outside, parse_xml, relationships, resolve,
+    table_rows, walk,
 };
 use super::{Heading, LoadError};
 
@@ -75,7 +75,7 @@ struct Shape {
 fn shapes(xml: &str) -> Result<Vec<Shape>, LoadError> {
     let document = parse_xml(xml, KIND)?;
     let mut shapes = Vec::new();
-    for node in document.descendants() {
+    walk(document.root(), (), |node, ()| {
         if is(node, "sp") {
             let placeholder = node
                 .descendants()
@@ -83,11 +83,11 @@ fn shapes(xml: &str) -> Result<Vec<Shape>, LoadError> {
                 .and_then(|ph| attribute(ph, "type"));
             // Slide numbers, dates and footers repeat on every slide and say nothing.
             if matches!(placeholder, Some("sldNum" | "dt" | "ftr" | "hdr")) {
-                continue;
+                return None;
             }
-            let text: Vec<String> = node
-                .descendants()
-                .filter(|p| is(*p, "p") && nearest(*p, &["tbl"]).is_none())
+            let text: Vec<String> = nodes_outside(node, |n| is(n, "tbl"))
+                .into_iter()
+                .filter(|p| is(*p, "p"))
                 .map(paragraph_text)
                 .filter(|line| !line.trim().is_empty())
                 .collect();
@@ -98,6 +98,7 @@ fn shapes(xml: &str) -> Result<Vec<Shape>, LoadError> {
                     table: None,
                 });
             }
+            None
         } else if is(node, "tbl") {
             let names = TableNames {
                 table: "tbl",
@@ -111,8 +112,11 @@ fn shapes(xml: &str) -> Result<Vec<Shape>, LoadError> {
                 text: Vec::new(),
                 table: Some(rows),
             });
+            None
+        } else {
+            Some(())
         }
-    }
+    });
     Ok(shapes)
 }
 

@@ -1,39 +1,245 @@
 //! Spreadsheets (`.xlsx`, `.xlsm`, `.xls`, `.ods`) through calamine, and delimited text (`.csv`,
 //! `.tsv`): one section per sheet, headed by its name, each row naming its cells' columns.
+//!
+//! A sheet is read as its cells, never as the rectangle it declares or spans: a few kilobytes
+//! can declare a million rows, place two cells at opposite corners, share one long string
+//! among thousands of cells or repeat one cell millions of times. The text the cells hold is
+//! counted against the file's limit before a shared or repeated value is copied.
 
+use std::collections::BTreeMap;
 use std::io::Cursor;
 
-use calamine::{Data, Reader};
+use calamine::{Data, DataRef, Reader, Sheets};
+use roxmltree::Node;
 
 use super::outline::Outline;
-use super::zipped::{Archive, corrupt};
+use super::zipped::{Archive, attribute, corrupt, is, parse_xml};
 use super::{Heading, LoadError, decode_utf8};
 
 const KIND: &str = "spreadsheet";
 
 /// The sheets of a workbook, in the workbook's order.
 pub(super) fn workbook_text(bytes: &[u8], limit: u64) -> Result<(String, Vec<Heading>), LoadError> {
-    // The reader inflates each sheet whole: the parts are counted first, within the limit.
-    if bytes.starts_with(b"PK") {
-        Archive::open(bytes, KIND, limit)?.inflate_all()?;
-    }
-    let mut workbook =
-        calamine::open_workbook_auto_from_rs(Cursor::new(bytes)).map_err(|e| corrupt(KIND, e))?;
+    let mut cells = Cells::new(limit);
+    let sheets = if bytes.starts_with(b"PK") {
+        // The readers inflate each part whole: the parts are counted first, within the limit.
+        let mut archive = Archive::open(bytes, KIND, limit)?;
+        archive.inflate_all()?;
+        if let Some(content) = archive.text("content.xml")? {
+            open_document_sheets(&content, &mut cells)?
+        } else {
+            check_shared_strings(&mut archive)?;
+            calamine_sheets(bytes, &mut cells)?
+        }
+    } else {
+        calamine_sheets(bytes, &mut cells)?
+    };
     let mut outline = Outline::default();
-    for name in workbook.sheet_names() {
-        let range = workbook
-            .worksheet_range(&name)
-            .map_err(|e| corrupt(KIND, e))?;
-        let rows: Vec<Vec<String>> = range
-            .rows()
-            .map(|row| row.iter().map(cell_text).collect())
-            .collect();
-        if rows.iter().flatten().any(|cell| !cell.is_empty()) {
+    for (name, rows) in sheets {
+        if !rows.is_empty() {
             outline.heading(1, &name);
-            outline.table(&rows);
+            outline.sparse_table(&rows);
         }
     }
     Ok(outline.finish())
+}
+
+/// A sheet's non-empty cells, row by row in order, each as its column and text.
+type SparseRows = Vec<Vec<(usize, String)>>;
+
+/// The cells read so far, and what is left of the file's budget for their text.
+struct Cells {
+    limit: u64,
+    left: u64,
+}
+
+impl Cells {
+    fn new(limit: u64) -> Self {
+        Self { limit, left: limit }
+    }
+
+    /// Takes `bytes` of text `times` over, if the budget has room for them.
+    fn take(&mut self, bytes: usize, times: u64) -> Result<(), LoadError> {
+        let cost = (bytes as u64).saturating_mul(times);
+        self.left = self
+            .left
+            .checked_sub(cost)
+            .ok_or(LoadError::CellsTooLarge { limit: self.limit })?;
+        Ok(())
+    }
+}
+
+/// Lays out cells placed by (row, column) as rows in order.
+fn rows_of(placed: BTreeMap<(u32, u32), String>) -> SparseRows {
+    let mut rows: SparseRows = Vec::new();
+    let mut current = None;
+    for ((row, column), text) in placed {
+        if current != Some(row) {
+            rows.push(Vec::new());
+            current = Some(row);
+        }
+        if let Some(cells) = rows.last_mut() {
+            cells.push((column as usize, text));
+        }
+    }
+    rows
+}
+
+/// Refuses a shared-strings part that declares more strings than its bytes can hold: the
+/// reader reserves room for the declared count before it reads one.
+fn check_shared_strings(archive: &mut Archive<'_>) -> Result<(), LoadError> {
+    let Some(xml) = archive.text("xl/sharedStrings.xml")? else {
+        return Ok(());
+    };
+    let Some(root) = xml.find("<sst").map(|start| &xml[start..]) else {
+        return Ok(());
+    };
+    let root = &root[..root.find('>').unwrap_or(root.len())];
+    for name in ["uniqueCount", "count"] {
+        let declared = root
+            .split_once(&format!(" {name}=\""))
+            .and_then(|(_, rest)| rest.split('"').next())
+            .and_then(|count| count.parse::<u64>().ok());
+        // `<si/>`, the shortest entry, is five bytes.
+        if declared.is_some_and(|count| count > xml.len() as u64 / 5) {
+            return Err(corrupt(
+                KIND,
+                format!("its shared strings declare more entries ({name}) than they hold"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Excel's sheets: `.xlsx` (a zip) streamed cell by cell, `.xls` from the reader's cells.
+fn calamine_sheets(
+    bytes: &[u8],
+    cells: &mut Cells,
+) -> Result<Vec<(String, SparseRows)>, LoadError> {
+    let mut workbook = if bytes.starts_with(b"PK") {
+        Sheets::Xlsx(
+            calamine::open_workbook_from_rs(Cursor::new(bytes)).map_err(|e| corrupt(KIND, e))?,
+        )
+    } else {
+        Sheets::Xls(
+            calamine::open_workbook_from_rs(Cursor::new(bytes)).map_err(|e| corrupt(KIND, e))?,
+        )
+    };
+    let mut sheets = Vec::new();
+    for name in workbook.sheet_names() {
+        let mut placed = BTreeMap::new();
+        if let Sheets::Xlsx(xlsx) = &mut workbook {
+            let mut reader = xlsx
+                .worksheet_cells_reader(&name)
+                .map_err(|e| corrupt(KIND, e))?;
+            while let Some(cell) = reader.next_cell().map_err(|e| corrupt(KIND, e))? {
+                let text = match cell.get_value() {
+                    // Shared by any number of cells: counted before it is copied.
+                    DataRef::SharedString(shared) => {
+                        cells.take(shared.len(), 1)?;
+                        (*shared).to_owned()
+                    }
+                    value => {
+                        let text = cell_text(&Data::from(value.clone()));
+                        cells.take(text.len(), 1)?;
+                        text
+                    }
+                };
+                if !text.is_empty() {
+                    placed.insert(cell.get_position(), text);
+                }
+            }
+        } else {
+            let range = workbook
+                .worksheet_range(&name)
+                .map_err(|e| corrupt(KIND, e))?;
+            for (row, column, value) in range.used_cells() {
+                let text = cell_text(value);
+                cells.take(text.len(), 1)?;
+                if !text.is_empty() {
+                    placed.insert((row as u32, column as u32), text);
+                }
+            }
+        }
+        sheets.push((name, rows_of(placed)));
+    }
+    Ok(sheets)
+}
+
+/// OpenDocument's sheets (`.ods`), read from `content.xml`: repeated rows and cells are
+/// counted as repeats, and only those with text are laid out, within the budget.
+fn open_document_sheets(
+    content: &str,
+    cells: &mut Cells,
+) -> Result<Vec<(String, SparseRows)>, LoadError> {
+    let document = parse_xml(content, KIND)?;
+    let mut sheets = Vec::new();
+    for table in document.descendants().filter(|node| is(*node, "table")) {
+        let name = attribute(table, "name").unwrap_or_default().to_owned();
+        let mut rows = Vec::new();
+        for row in table.descendants().filter(|node| is(*node, "table-row")) {
+            let cells_of_row = row_cells(row, cells)?;
+            if !cells_of_row.is_empty() {
+                let repeats = repeats(row, "number-rows-repeated");
+                let bytes = cells_of_row.iter().map(|(_, text)| text.len()).sum();
+                cells.take(bytes, repeats - 1)?;
+                for _ in 0..repeats {
+                    rows.push(cells_of_row.clone());
+                }
+            }
+        }
+        sheets.push((name, rows));
+    }
+    Ok(sheets)
+}
+
+/// The cells of an OpenDocument row that hold text, each with its column, repeats expanded.
+fn row_cells(row: Node, cells: &mut Cells) -> Result<Vec<(usize, String)>, LoadError> {
+    let mut placed = Vec::new();
+    let mut column: u64 = 0;
+    for cell in row
+        .children()
+        .filter(|node| is(*node, "table-cell") || is(*node, "covered-table-cell"))
+    {
+        let repeats = repeats(cell, "number-columns-repeated");
+        let paragraphs: Vec<String> = cell
+            .children()
+            .filter(|node| is(*node, "p"))
+            .map(paragraph_text)
+            .collect();
+        let text = paragraphs.join("\n");
+        if !text.trim().is_empty() {
+            cells.take(text.len(), repeats)?;
+            for repeat in 0..repeats {
+                placed.push(((column + repeat) as usize, text.clone()));
+            }
+        }
+        column = column.saturating_add(repeats);
+    }
+    Ok(placed)
+}
+
+/// How many times a row or cell stands, from its `table:number-…-repeated` attribute.
+fn repeats(node: Node, name: &str) -> u64 {
+    attribute(node, name)
+        .and_then(|count| count.parse::<u64>().ok())
+        .unwrap_or(1)
+        .max(1)
+}
+
+/// A cell paragraph's text, its spans and runs of spaces included.
+fn paragraph_text(paragraph: Node) -> String {
+    let mut text = String::new();
+    for node in paragraph.descendants() {
+        if node.is_text() {
+            text.push_str(node.text().unwrap_or_default());
+        } else if is(node, "s") {
+            text.push(' ');
+        } else if is(node, "tab") {
+            text.push('\t');
+        }
+    }
+    text
 }
 
 /// A delimited text file as one table: commas, or semicolons or tabs when the first line holds
@@ -117,7 +323,167 @@ fn serial_date(serial: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::fmt::Write as _;
+    use std::io::Write as _;
+
     use super::*;
+
+    const MAIN: &str = "http://schemas.openxmlformats.org/spreadsheetml/2006/main";
+
+    /// An `.xlsx` of one sheet, `Tides`, with these rows and shared strings.
+    fn xlsx(sheet_data: &str, shared: &str) -> Vec<u8> {
+        let relationships = "http://schemas.openxmlformats.org/officeDocument/2006/relationships";
+        let parts = [
+            (
+                "[Content_Types].xml".to_owned(),
+                r#"<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/></Types>"#.to_owned(),
+            ),
+            (
+                "_rels/.rels".to_owned(),
+                format!(
+                    r#"<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="{relationships}/officeDocument" Target="xl/workbook.xml"/></Relationships>"#
+                ),
+            ),
+            (
+                "xl/workbook.xml".to_owned(),
+                format!(
+                    r#"<workbook xmlns="{MAIN}" xmlns:r="{relationships}"><sheets><sheet name="Tides" sheetId="1" r:id="rId1"/></sheets></workbook>"#
+                ),
+            ),
+            (
+                "xl/_rels/workbook.xml.rels".to_owned(),
+                format!(
+                    r#"<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="{relationships}/worksheet" Target="worksheets/sheet1.xml"/></Relationships>"#
+                ),
+            ),
+            (
+                "xl/worksheets/sheet1.xml".to_owned(),
+                format!(
+                    r#"<worksheet xmlns="{MAIN}"><dimension ref="A1:XFD1048576"/><sheetData>{sheet_data}</sheetData></worksheet>"#
+                ),
+            ),
+            ("xl/sharedStrings.xml".to_owned(), shared.to_owned()),
+        ];
+        zipped(&parts)
+    }
+
+    fn zipped(parts: &[(String, String)]) -> Vec<u8> {
+        let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let deflated = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        for (name, contents) in parts {
+            zip.start_file(name.as_str(), deflated).unwrap();
+            zip.write_all(contents.as_bytes()).unwrap();
+        }
+        zip.finish().unwrap().into_inner()
+    }
+
+    fn shared_strings(strings: &[&str]) -> String {
+        let items = strings
+            .iter()
+            .map(|text| ["<si><t>", text, "</t></si>"].concat())
+            .collect::<String>();
+        let count = strings.len();
+        format!(r#"<sst xmlns="{MAIN}" count="{count}" uniqueCount="{count}">{items}</sst>"#)
+    }
+
+    #[test]
+    fn cells_at_opposite_corners_are_read_as_two_cells() {
+        let rows = r#"<row r="1"><c r="A1" t="inlineStr"><is><t>Port</t></is></c><c r="C1" t="inlineStr"><is><t>Tide</t></is></c></row><row r="1048576"><c r="A1048576" t="s"><v>0</v></c><c r="XFD1048576"><v>6.5</v></c></row>"#;
+        let bytes = xlsx(rows, &shared_strings(&["Harbour"]));
+        assert!(bytes.len() < 2048, "{} bytes", bytes.len());
+        let (text, headings) = workbook_text(&bytes, 1 << 20).unwrap();
+        assert_eq!(text, "Tides\n\nPort | Tide\nPort: Harbour; 6.5");
+        assert_eq!(headings.len(), 1);
+    }
+
+    #[test]
+    fn a_long_string_shared_by_many_cells_is_counted_before_it_is_copied() {
+        let long = "w".repeat(64 * 1024);
+        let mut rows = String::new();
+        for row in 1..=1000 {
+            let _ = write!(
+                rows,
+                r#"<row r="{row}"><c r="A{row}" t="s"><v>0</v></c></row>"#
+            );
+        }
+        let bytes = xlsx(&rows, &shared_strings(&[&long]));
+        let error = workbook_text(&bytes, 16 << 20).unwrap_err();
+        assert!(
+            matches!(error, LoadError::CellsTooLarge { limit } if limit == 16 << 20),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn shared_strings_that_declare_more_than_they_hold_are_refused() {
+        let shared = format!(
+            r#"<sst xmlns="{MAIN}" count="1" uniqueCount="4000000000000"><si><t>x</t></si></sst>"#
+        );
+        let bytes = xlsx(r#"<row r="1"><c r="A1" t="s"><v>0</v></c></row>"#, &shared);
+        let error = workbook_text(&bytes, 1 << 20).unwrap_err();
+        assert_eq!(
+            scar_core::ErrorChain(&error).to_string(),
+            "corrupt spreadsheet file: its shared strings declare more entries (uniqueCount) \
+             than they hold"
+        );
+    }
+
+    fn ods(rows: &str) -> Vec<u8> {
+        let content = format!(
+            r#"<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"><office:body><office:spreadsheet><table:table table:name="Fares">{rows}</table:table></office:spreadsheet></office:body></office:document-content>"#
+        );
+        zipped(&[
+            (
+                "mimetype".to_owned(),
+                "application/vnd.oasis.opendocument.spreadsheet".to_owned(),
+            ),
+            ("content.xml".to_owned(), content),
+        ])
+    }
+
+    #[test]
+    fn open_document_repeats_place_cells_and_count_against_the_budget() {
+        let rows = r#"<table:table-row><table:table-cell><text:p>Vehicle</text:p></table:table-cell><table:table-cell table:number-columns-repeated="16000"/><table:table-cell><text:p>Return</text:p></table:table-cell></table:table-row><table:table-row table:number-rows-repeated="1000000"/><table:table-row table:number-rows-repeated="2"><table:table-cell><text:p>Kayak</text:p></table:table-cell><table:covered-table-cell/><table:table-cell table:number-columns-repeated="15999"/><table:table-cell><text:p>16 <text:span>euros</text:span></text:p></table:table-cell></table:table-row>"#;
+        let (text, _) = workbook_text(&ods(rows), 1 << 20).unwrap();
+        assert_eq!(
+            text,
+            "Fares\n\nVehicle | Return\nVehicle: Kayak; Return: 16 euros\n\
+             Vehicle: Kayak; Return: 16 euros"
+        );
+
+        let bomb = r#"<table:table-row table:number-rows-repeated="6000"><table:table-cell table:number-columns-repeated="16384"><text:p>x</text:p></table:table-cell></table:table-row>"#;
+        let bytes = ods(bomb);
+        assert!(bytes.len() < 1024, "{} bytes", bytes.len());
+        let error = workbook_text(&bytes, 1 << 20).unwrap_err();
+        assert!(
+            matches!(error, LoadError::CellsTooLarge { .. }),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn long_column_names_are_not_repeated_without_bound() {
+        let names: Vec<String> = (0..200).map(|i| format!("{i:0>200}")).collect();
+        let mut csv = names.join(",");
+        for _ in 0..100 {
+            csv.push('\n');
+            csv.push_str(&vec!["1"; 200].join(","));
+        }
+        let mut warnings = Vec::new();
+        let (text, _) = delimited_text(csv.as_bytes(), false, &mut warnings).unwrap();
+        assert!(
+            text.len() < 4 * csv.len(),
+            "{} bytes from {}",
+            text.len(),
+            csv.len()
+        );
+        // The names would make each row 200 times its text: the rows are written plain.
+        assert_eq!(
+            text.lines().last(),
+            Some(vec!["1"; 200].join("; ").as_str())
+        );
+    }
 
     #[test]
     fn date_serials_read_as_iso_dates() {

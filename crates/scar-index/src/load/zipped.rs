@@ -119,14 +119,36 @@ pub(super) fn is(node: roxmltree::Node<'_, '_>, name: &str) -> bool {
     node.is_element() && node.tag_name().name() == name
 }
 
-/// The nearest ancestor of `node` (itself excluded) that is an element named one of `names`.
-pub(super) fn nearest<'x, 'i>(
-    node: roxmltree::Node<'x, 'i>,
-    names: &[&str],
-) -> Option<roxmltree::Node<'x, 'i>> {
-    node.ancestors()
-        .skip(1)
-        .find(|ancestor| names.iter().any(|name| is(*ancestor, name)))
+/// Visits the nodes under `root` in document order, each with the state its parent's visit
+/// passed down (`state` for `root`'s children); a visit returns the state for the node's
+/// children, or `None` to leave them out. A loop over a stack, not recursion and not a walk up
+/// the ancestors: markup nested a hundred thousand deep takes time in proportion to its size.
+pub(super) fn walk<'x, 'i, S: Copy>(
+    root: roxmltree::Node<'x, 'i>,
+    state: S,
+    mut visit: impl FnMut(roxmltree::Node<'x, 'i>, S) -> Option<S>,
+) {
+    let mut stack: Vec<(roxmltree::Node<'x, 'i>, S)> =
+        root.children().rev().map(|child| (child, state)).collect();
+    while let Some((node, state)) = stack.pop() {
+        if let Some(inner) = visit(node, state) {
+            stack.extend(node.children().rev().map(|child| (child, inner)));
+        }
+    }
+}
+
+/// The nodes under `root` in document order, but for those inside an element that `skip`
+/// holds (which is itself listed).
+pub(super) fn nodes_outside<'x, 'i>(
+    root: roxmltree::Node<'x, 'i>,
+    skip: impl Fn(roxmltree::Node<'x, 'i>) -> bool,
+) -> Vec<roxmltree::Node<'x, 'i>> {
+    let mut nodes = Vec::new();
+    walk(root, (), |node, ()| {
+        nodes.push(node);
+        (!skip(node)).then_some(())
+    });
+    nodes
 }
 
 /// The element names of a markup's tables: `tr`/`tc`/`p` in Word and DrawingML, `table-row`/
@@ -145,9 +167,9 @@ pub(super) fn table_rows(
     names: &TableNames,
     text: impl Fn(roxmltree::Node) -> String,
 ) -> Vec<Vec<String>> {
-    table
-        .descendants()
-        .filter(|row| is(*row, names.row) && nearest(*row, &[names.table]) == Some(table))
+    nodes_outside(table, |node| is(node, names.table))
+        .into_iter()
+        .filter(|row| is(*row, names.row))
         .map(|row| {
             row.children()
                 .filter(|cell| is(*cell, names.cell))

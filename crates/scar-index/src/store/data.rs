@@ -28,6 +28,9 @@ pub(crate) struct DataFiles {
     string_bytes: usize,
     /// The committed f16 vectors widened to f32, so that every row reads as one matrix.
     widened: Option<Vec<f32>>,
+    /// Each mapped file, open, with the bytes of it that are read: reading a mapped page that
+    /// a file no longer has would kill the process, so a long-lived reader checks them.
+    opened: Vec<(fs_err::File, u64)>,
 }
 
 impl DataFiles {
@@ -40,14 +43,16 @@ impl DataFiles {
     ) -> Result<Self> {
         let lengths = committed_lengths(dir, manifest, catalog)?;
         let [vectors, records, strings] = IndexFile::data(catalog.generation);
+        let mut opened = Vec::new();
         let mut files = Self {
             encoding: manifest.vectors,
-            vectors: map_committed(dir, &vectors.path(dir), lengths[0])?,
-            records: map_committed(dir, &records.path(dir), lengths[1])?,
-            strings: map_committed(dir, &strings.path(dir), lengths[2])?,
+            vectors: map_committed(dir, &vectors.path(dir), lengths[0], &mut opened)?,
+            records: map_committed(dir, &records.path(dir), lengths[1], &mut opened)?,
+            strings: map_committed(dir, &strings.path(dir), lengths[2], &mut opened)?,
             vector_bytes: lengths[0] as usize,
             string_bytes: lengths[2] as usize,
             widened: None,
+            opened,
         };
         if files.encoding == VectorEncoding::F16 {
             files.widened = Some(widen(files.vector_bytes(), VectorEncoding::F16));
@@ -62,9 +67,11 @@ impl DataFiles {
         generation: u64,
         encoding: VectorEncoding,
     ) -> Result<Self> {
-        let [vectors, records, strings] =
-            IndexFile::data(generation).map(|file| map_found(&file.path(dir)));
-        let (vectors, records, strings) = (vectors?, records?, strings?);
+        let mut opened = Vec::new();
+        let [vectors, records, strings] = IndexFile::data(generation);
+        let vectors = map_found(&vectors.path(dir), &mut opened)?;
+        let records = map_found(&records.path(dir), &mut opened)?;
+        let strings = map_found(&strings.path(dir), &mut opened)?;
         Ok(Self {
             encoding,
             vector_bytes: vectors.as_deref().map_or(0, <[u8]>::len),
@@ -73,7 +80,17 @@ impl DataFiles {
             records,
             strings,
             widened: None,
+            opened,
         })
+    }
+
+    /// A mapped file that is now shorter than the bytes read from it (cut on disk while it was
+    /// open), if one is.
+    pub(crate) fn cut_short(&self) -> Option<&Path> {
+        self.opened
+            .iter()
+            .find(|(file, read)| file.metadata().map_or(true, |m| m.len() < *read))
+            .map(|(file, _)| file.path())
     }
 
     fn vector_bytes(&self) -> &[u8] {
@@ -184,7 +201,12 @@ pub(crate) fn check_committed(dir: &Path, file: &fs_err::File, committed: u64) -
 
 /// A data file holding `committed` bytes; `None` when nothing is committed (a new index's
 /// writer has not created it yet).
-fn map_committed(dir: &Path, path: &Path, committed: u64) -> Result<Option<Mmap>> {
+fn map_committed(
+    dir: &Path,
+    path: &Path,
+    committed: u64,
+    opened: &mut Vec<(fs_err::File, u64)>,
+) -> Result<Option<Mmap>> {
     if committed == 0 {
         return Ok(None);
     }
@@ -193,20 +215,25 @@ fn map_committed(dir: &Path, path: &Path, committed: u64) -> Result<Option<Mmap>
         _ => io_error(path)(e),
     })?;
     check_committed(dir, &file, committed)?;
-    map(&file).map(Some)
+    let mapped = map(&file)?;
+    opened.push((file, committed));
+    Ok(Some(mapped))
 }
 
 /// A data file as it is; `None` when it is missing or empty.
-fn map_found(path: &Path) -> Result<Option<Mmap>> {
+fn map_found(path: &Path, opened: &mut Vec<(fs_err::File, u64)>) -> Result<Option<Mmap>> {
     let file = match fs_err::File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io_error(path)(e)),
     };
-    if file.metadata().map_err(io_error(path))?.len() == 0 {
+    let length = file.metadata().map_err(io_error(path))?.len();
+    if length == 0 {
         return Ok(None);
     }
-    map(&file).map(Some)
+    let mapped = map(&file)?;
+    opened.push((file, length));
+    Ok(Some(mapped))
 }
 
 fn map(file: &fs_err::File) -> Result<Mmap> {

@@ -116,7 +116,7 @@ pub fn document_name(path: &Path, attachment: Option<&str>) -> String {
 
 /// Paths in the catalog: a JSON string when they are UTF-8 (as every catalog has written them),
 /// otherwise their raw bytes, so that a file name the file system allows always round-trips.
-mod stored_path {
+pub(crate) mod stored_path {
     use std::path::{Path, PathBuf};
 
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -128,14 +128,14 @@ mod stored_path {
         Bytes(Vec<u8>),
     }
 
-    pub(super) fn serialize<S: Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error> {
         match path.to_str() {
             Some(text) => serializer.serialize_str(text),
             None => path.as_os_str().as_encoded_bytes().serialize(serializer),
         }
     }
 
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
         deserializer: D,
     ) -> Result<PathBuf, D::Error> {
         Ok(match Stored::deserialize(deserializer)? {

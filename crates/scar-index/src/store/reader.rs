@@ -243,6 +243,20 @@ impl Index {
             .is_some_and(|&document| document != u32::MAX)
     }
 
+    /// Checks that no data file was cut short on disk since it was opened: reading a mapped
+    /// page past a file's end would kill the process. For readers that stay open (a server),
+    /// before each search; the check is one `fstat` per file.
+    pub fn check_files(&self) -> Result<()> {
+        match self.files.cut_short() {
+            Some(path) => Err(IndexError::damaged(
+                &self.dir,
+                path,
+                "it was cut short on disk while the index was open",
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// True while the folder's last commit is the one this index was opened at; false once a
     /// writer has committed since (open it again to see what that added).
     #[must_use]
