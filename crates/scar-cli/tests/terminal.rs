@@ -37,6 +37,18 @@ fn hostile_index(dir: &Path) -> std::path::PathBuf {
         format!("{HOSTILE}\n\nThe kayak fee is paid when you book.\n"),
     )
     .unwrap();
+    // A mail (indexed after the hostile file, whose chunk stays the first) whose attachment's
+    // name, shown as the place of its chunks, is hostile too.
+    std::fs::write(
+        docs.join("mail.eml"),
+        "Subject: Booking\r\nMIME-Version: 1.0\r\n\
+         Content-Type: multipart/mixed; boundary=\"b\"\r\n\r\n\
+         --b\r\nContent-Type: text/plain\r\n\r\nSee the attached timetable.\r\n\
+         --b\r\nContent-Type: text/plain; name=\"rules\u{1b}[2J.txt\"\r\n\
+         Content-Disposition: attachment; filename=\"rules\u{1b}[2J.txt\"\r\n\r\n\
+         Sunset cruises leave the harbour at eight.\r\n--b--\r\n",
+    )
+    .unwrap();
     // Skipped (empty), so that its name is printed on stderr.
     std::fs::write(docs.join("empty\u{1b}[31m.txt"), "").unwrap();
     let index = dir.join("index");
@@ -65,6 +77,11 @@ fn documents_and_answers_cannot_drive_the_terminal() {
             "{stdout}"
         );
     }
+    // Every chunk's place, the attachment's among them, as search's context lines show it.
+    let output = run(scar(&index).args(["search", "when do sunset cruises leave?", "--k", "10"]));
+    assert_inert("search", &output);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains(r"› rules\x1b[2J.txt ¶"), "{stdout}");
     let chunk = run(scar(&index).args(["inspect", "--chunk", "0"]));
     assert_inert("inspect --chunk", &chunk);
     let stdout = String::from_utf8_lossy(&chunk.stdout);
