@@ -65,7 +65,8 @@ pub enum AnswerError {
     /// The prompt and the answer would not fit in the model's context.
     #[error(
         "the prompt has {prompt_tokens} tokens and {max_tokens} more may be generated, but the \
-         model takes {context_length}: ask for fewer seeds (--k) or set a token budget"
+         model takes {context_length}: {}",
+        fitting_hint(*prompt_tokens, *context_length)
     )]
     PromptTooLong {
         /// Tokens in the prompt.
@@ -107,5 +108,51 @@ pub enum AnswerError {
     Io(std::io::Error),
 }
 
+/// What makes a prompt of `prompt_tokens` and its answer fit a context of `context_length`:
+/// a shorter answer when the prompt fits alone, a shorter prompt when it does not.
+fn fitting_hint(prompt_tokens: usize, context_length: usize) -> String {
+    match context_length.checked_sub(prompt_tokens) {
+        Some(room) if room > 0 => format!(
+            "allow at most {room} tokens for the answer (--max-tokens), or ask for fewer seeds \
+             (--k) or a token budget (--budget-tokens)"
+        ),
+        _ => "ask for fewer seeds (--k) or a token budget (--budget-tokens): the prompt alone \
+              fills the model's context"
+            .to_owned(),
+    }
+}
+
 /// Results of this crate.
 pub type Result<T, E = AnswerError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prompt_too_long_names_the_fix_that_fits() {
+        let answer_too_long = AnswerError::PromptTooLong {
+            prompt_tokens: 1_500,
+            max_tokens: 8_000,
+            context_length: 8_192,
+        };
+        assert!(
+            answer_too_long.to_string().ends_with(
+                "allow at most 6692 tokens for the answer (--max-tokens), or ask for \
+                            fewer seeds (--k) or a token budget (--budget-tokens)"
+            ),
+            "{answer_too_long}"
+        );
+        let prompt_too_long = AnswerError::PromptTooLong {
+            prompt_tokens: 9_000,
+            max_tokens: 256,
+            context_length: 8_192,
+        };
+        assert!(
+            prompt_too_long
+                .to_string()
+                .contains("the prompt alone fills the model's context"),
+            "{prompt_too_long}"
+        );
+    }
+}
