@@ -74,12 +74,12 @@ fn killed_indexing_never_corrupts_the_index() {
         let mut child = spawn();
         std::thread::sleep(delay);
         if child.try_wait().unwrap().is_some() {
-            // Runs are shorter than the one measured (it shared the machine with other tests):
-            // aim earlier from now on.
+            // Runs are shorter than the one measured (it shared the machine with other tests,
+            // which come and go): aim earlier from now on.
             full_run = delay;
             finished_early += 1;
             assert!(
-                finished_early < 5,
+                finished_early < 10,
                 "indexing finished before it could be killed 20 times"
             );
             std::fs::remove_dir_all(dir.path()).unwrap();
