@@ -477,23 +477,26 @@ impl<'a> Run<'a> {
             }
         }
 
-        let mut quarantined = Vec::new();
+        // What the quarantine keeps under these roots: files it skips, and suspects.
+        let mut still_held = Vec::new();
         let limits = &self.options.load;
-        todo.retain(
-            |file| match self.quarantine.reason_to_skip(&file.stamped(), limits) {
-                Some(reason) => {
-                    quarantined.push(file.path.clone());
-                    self.report.skipped.push(Skipped {
-                        path: file.path.clone(),
-                        reason,
-                    });
-                    false
-                }
-                None => true,
-            },
-        );
-        let quarantined: Vec<&Path> = quarantined.iter().map(PathBuf::as_path).collect();
-        self.quarantine.retain_under(&roots, &quarantined)?;
+        todo.retain(|file| {
+            let stamped = file.stamped();
+            if let Some(reason) = self.quarantine.reason_to_skip(&stamped, limits) {
+                still_held.push(file.path.clone());
+                self.report.skipped.push(Skipped {
+                    path: file.path.clone(),
+                    reason,
+                });
+                return false;
+            }
+            if self.quarantine.is_suspect(&stamped) {
+                still_held.push(file.path.clone());
+            }
+            true
+        });
+        let still_held: Vec<&Path> = still_held.iter().map(PathBuf::as_path).collect();
+        self.quarantine.retain_under(&roots, &still_held)?;
         // Files a run died reading come last, after everything else is committed.
         todo.sort_by_key(|file| self.quarantine.is_suspect(&file.stamped()));
 

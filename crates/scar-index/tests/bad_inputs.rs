@@ -178,7 +178,11 @@ fn a_file_a_run_died_reading_is_read_again_last() {
     assert_eq!((report.added, report.updated), (1, 1));
     assert!(!dir.path().join("reading.json").exists());
     assert!(!dir.path().join("quarantine.json").exists());
-    assert_consistent(&Index::open(dir.path()).unwrap());
+    let index = Index::open(dir.path()).unwrap();
+    // Read last: stored after the file added since, which sorts after it.
+    let last = index.documents().iter().max_by_key(|d| d.slot).unwrap();
+    assert_eq!(last.path, bomb);
+    assert_consistent(&index);
 }
 
 /// The documents of a folder that was deleted leave the index at the next run over it.
