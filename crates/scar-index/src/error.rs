@@ -1,5 +1,13 @@
 use std::path::{Path, PathBuf};
 
+/// The message a panic carried, when it carried text (`panic!` with a literal or a format).
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> Option<String> {
+    payload
+        .downcast_ref::<&str>()
+        .map(|message| (*message).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+}
+
 /// Everything that can go wrong opening, reading or writing an index.
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {

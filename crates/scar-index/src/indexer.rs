@@ -356,7 +356,6 @@ pub(crate) fn index_reusing(
 }
 
 /// A new or changed file to load.
-#[derive(Clone)]
 struct FileToLoad {
     path: PathBuf,
     /// Its size and modification time (ns since the epoch) when it was found.
@@ -498,7 +497,7 @@ impl<'a> Run<'a> {
         let still_held: Vec<&Path> = still_held.iter().map(PathBuf::as_path).collect();
         self.quarantine.retain_under(&roots, &still_held)?;
         // Files a run died reading come last, after everything else is committed.
-        todo.sort_by_key(|file| self.quarantine.is_suspect(&file.stamped()));
+        todo.sort_by_cached_key(|file| self.quarantine.is_suspect(&file.stamped()));
 
         self.state = IndexProgress {
             files_total: todo.len() + self.report.unchanged,

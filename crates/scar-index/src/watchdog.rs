@@ -18,7 +18,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::error::io_error;
+use crate::error::{io_error, panic_message};
 use crate::folder::{IndexFile, write_replacing};
 use crate::load::LoadOptions;
 use crate::{IndexError, Result};
@@ -273,7 +273,8 @@ impl<'a> Watchdog<'a> {
                 Ok(value) => return Ok(Ok(value)),
                 Err(RecvTimeoutError::Disconnected) => {
                     let message = match reader.join() {
-                        Err(payload) => panic_message(payload.as_ref()),
+                        Err(payload) => panic_message(payload.as_ref())
+                            .unwrap_or_else(|| "a reader panicked".to_owned()),
                         Ok(()) => "its reader stopped without a result".to_owned(),
                     };
                     return Ok(Err(Interrupted::Panicked(message)));
@@ -305,14 +306,6 @@ impl<'a> Watchdog<'a> {
 /// The process's resident memory in bytes, where the platform tells it.
 fn resident_bytes() -> Option<u64> {
     memory_stats::memory_stats().map(|stats| stats.physical_mem as u64)
-}
-
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|message| (*message).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a reader panicked".to_owned())
 }
 
 #[cfg(test)]

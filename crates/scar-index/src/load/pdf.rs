@@ -9,6 +9,7 @@ use std::sync::Once;
 use flate2::read::ZlibDecoder;
 
 use super::{LoadError, ocr};
+use crate::error::panic_message;
 
 /// The text of the PDF's text layer, page by page, and the byte offset in it where each page
 /// starts; pages without one (scanned pages bound in with typed ones) are read by OCR. A reader
@@ -236,13 +237,7 @@ fn catch_panic_quietly<T>(f: impl FnOnce() -> T + UnwindSafe) -> Result<T, Strin
     SILENCE_PANICS.set(true);
     let result = panic::catch_unwind(f);
     SILENCE_PANICS.set(false);
-    result.map_err(|payload| {
-        payload
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "panic".to_owned())
-    })
+    result.map_err(|payload| panic_message(payload.as_ref()).unwrap_or_else(|| "panic".to_owned()))
 }
 
 #[cfg(test)]
