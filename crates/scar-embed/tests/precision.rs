@@ -5,7 +5,7 @@ use std::io::Write as _;
 use scar_embed::{DeviceChoice, EmbedError, EmbedOptions, Embedder, ModelFiles, Precision};
 
 fn load(precision: Precision) -> Result<Embedder, EmbedError> {
-    let dir = scar_test_support::models_dir().join("all-MiniLM-L6-v2");
+    let dir = crate::common::models_dir().join("all-MiniLM-L6-v2");
     let files =
         ModelFiles::from_dir("all-MiniLM-L6-v2", dir).expect("run scripts/fetch-test-models");
     Embedder::load(&files, &EmbedOptions::new(DeviceChoice::Cpu, precision))

@@ -3,7 +3,7 @@
 //! Exact search reads every row, which passes 100 ms at a million chunks on a laptop; the graph
 //! visits a few thousand. The rows it finds are scored again from the stored vectors, so a hit
 //! has the same score either way and only which rows are found can differ (recall@k against
-//! exact search is measured by the `hnsw_search` example).
+//! exact search is measured by scar-retrieve's `hnsw_search` example).
 //!
 //! ```text
 //! hnsw.usearch   the graph, in usearch's format (with its own copy of the vectors)
@@ -56,9 +56,9 @@ impl HnswParams {
 }
 
 impl Default for HnswParams {
-    /// Measured with the `hnsw_search` example (docs/PERFORMANCE.md): searching with 256
-    /// candidates, recall@10 against exact search is 1.000 at 100k synthetic chunks and 0.977 at
-    /// 1M (0.924 with 128), about 3 ms a query.
+    /// Measured with scar-retrieve's `hnsw_search` example (docs/PERFORMANCE.md): searching with
+    /// 256 candidates, recall@10 against exact search is 1.000 at 100k synthetic chunks and 0.977
+    /// at 1M (0.924 with 128), about 3 ms a query.
     fn default() -> Self {
         Self {
             connectivity: 16,

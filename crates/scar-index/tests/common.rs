@@ -1,9 +1,27 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
-use scar_embed::Embedder;
+use scar_embed::{DeviceChoice, EmbedOptions, Embedder, ModelFiles, Precision};
 use scar_index::{Index, IndexOptions, IndexReport, index_paths};
-pub use scar_test_support::{corpora, tiny_bert};
+
+// The two fixtures scar-index's tests need are written here rather than taken from
+// scar-test-support, which depends on this crate.
+
+/// The corpora of the shared data folder beside the checkout.
+pub fn corpora() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/corpora")
+}
+
+/// A BERT with all-MiniLM-L6-v2's tokenizer, 2 layers of width 32 and random weights
+/// (`scripts/make-bge-shaped-model tiny`, installed by `scripts/fetch-test-models`): different
+/// texts get different vectors, equal texts equal ones, at a fraction of a real model's cost.
+pub fn tiny_bert() -> Embedder {
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/bge-tiny-shape");
+    let files = ModelFiles::from_dir("bge-tiny-shape", folder)
+        .unwrap_or_else(|e| panic!("{e}: run scripts/fetch-test-models first"));
+    let options = EmbedOptions::new(DeviceChoice::Cpu, Precision::Auto);
+    Embedder::load(&files, &options).expect("the test model loads")
+}
 
 pub fn index(
     dir: &Path,

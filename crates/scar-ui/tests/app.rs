@@ -564,7 +564,9 @@ fn a_follow_up_is_rewritten_from_the_conversation_before_it_is_searched_for() {
         Picks::default(),
     );
     let mut harness = crate::common::harness(restarted);
-    harness.run_steps(2);
+    // The restarted app reopens its index on a worker: clicked before that lands, the button
+    // may have moved.
+    settle(&mut harness);
     assert!(harness.state().conversation().is_empty());
     harness.get_by_label(&format!("{KAYAK} (2)")).click();
     harness.run_steps(2);
