@@ -16,8 +16,11 @@ fn corpus() -> &'static PathBuf {
             let dir = tempfile::tempdir().expect("a temporary folder");
             let corpus = dir.path().join("corpus");
             std::fs::create_dir(&corpus).expect("the corpus folder");
-            std::fs::write(corpus.join("a.txt"), "The ferry leaves at nine. Kayaks cost five.")
-                .expect("a.txt");
+            std::fs::write(
+                corpus.join("a.txt"),
+                "The ferry leaves at nine. Kayaks cost five.",
+            )
+            .expect("a.txt");
             std::fs::write(corpus.join("b.md"), "# Rules\n\nNo dogs on deck.\n").expect("b.md");
             (dir, corpus)
         })
@@ -26,7 +29,10 @@ fn corpus() -> &'static PathBuf {
 
 fuzz_target!(|data: &[u8]| {
     let corpus = corpus();
-    let file = corpus.parent().expect("inside the temporary folder").join("benchmark.json");
+    let file = corpus
+        .parent()
+        .expect("inside the temporary folder")
+        .join("benchmark.json");
     std::fs::write(&file, data).expect("the benchmark file");
     if let Ok(benchmark) = Benchmark::load(&file) {
         let _ = resolve(&benchmark, &file, corpus, None);

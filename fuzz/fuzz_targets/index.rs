@@ -51,8 +51,11 @@ fn sound() -> &'static Sound {
         std::fs::create_dir(&docs).expect("the documents folder");
         let paragraph = "The ferry leaves at nine and returns at six. Kayaks cost five a day. ";
         std::fs::write(docs.join("a.txt"), paragraph.repeat(40)).expect("a.txt");
-        std::fs::write(docs.join("b.md"), format!("# Rules\n\n{}", paragraph.repeat(25)))
-            .expect("b.md");
+        std::fs::write(
+            docs.join("b.md"),
+            format!("# Rules\n\n{}", paragraph.repeat(25)),
+        )
+        .expect("b.md");
         let index = dir.path().join("index");
         index_paths(
             &index,

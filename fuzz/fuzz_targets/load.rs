@@ -21,6 +21,7 @@ fuzz_target!(|data: &[u8]| {
     let name = NAMES[usize::from(pick) % NAMES.len()];
     let options = LoadOptions {
         max_file_bytes: 1024 * 1024,
+        ..LoadOptions::default()
     };
     if let Ok(document) = load_bytes(Path::new(name), bytes, &options) {
         assert!(!document.text.trim().is_empty());

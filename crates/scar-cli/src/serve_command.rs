@@ -23,6 +23,10 @@ pub struct ServeArgs {
     /// Bearer token every request but /v1/health must carry
     #[arg(long, env = "SCAR_SERVE_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// Connections open at once; past it, clients wait until one closes [default: the open-file
+    /// limit less 64, from 8 to 1024]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: Option<u32>,
     /// Local chat model for /v1/ask, loaded on the first question [env: SCAR_LLM] [default: SmolLM2-135M-Instruct]
     #[arg(long)]
     pub llm: Option<String>,
@@ -67,7 +71,11 @@ pub fn serve(settings: &Settings, args: &ServeArgs) -> Result<ExitCode> {
         ..http::HttpOptions::default()
     };
     let router = http::router(library, &options);
-    http::run(args.bind, router, |address| {
+    let mut connections = http::Connections::default();
+    if let Some(max) = args.max_connections {
+        connections.max = max as usize;
+    }
+    http::run(args.bind, router, &connections, |address| {
         if !address.ip().is_loopback() {
             eprintln!(
                 "warning: {address} can be reached from other machines; every request but \

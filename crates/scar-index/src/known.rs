@@ -114,8 +114,14 @@ impl KnownVectors {
 
     /// Adds every sound row of every generation of data files in the index folder `dir`,
     /// written as `manifest` says: a record whose text can be read, a vector that is finite and
-    /// of unit length. The catalog is not consulted, so this works when it is lost.
-    pub(crate) fn add_rows(&mut self, dir: &Path, manifest: &Manifest) -> Result<()> {
+    /// of unit length, and `trusted(generation, row)`. The catalog is not needed, so this works
+    /// when it is lost.
+    pub(crate) fn add_rows(
+        &mut self,
+        dir: &Path,
+        manifest: &Manifest,
+        trusted: &dyn Fn(u64, u32) -> bool,
+    ) -> Result<()> {
         let mut generations: Vec<u64> = IndexFile::data_files_in(dir)?
             .into_iter()
             .filter_map(|file| match file {
@@ -128,6 +134,9 @@ impl KnownVectors {
             let files = DataFiles::open_found(dir, generation, manifest.vectors)?;
             let index = self.generations.len();
             for row in 0..files.rows(self.dimension) {
+                if !trusted(generation, row as u32) {
+                    continue;
+                }
                 let Some(record) = files.record(row) else {
                     continue;
                 };

@@ -45,8 +45,16 @@ impl Salvage {
             return Err(IndexError::NotAnIndex(dir.to_owned()));
         }
         let mut damage = Vec::new();
+        // The rows of documents that fail a check (of the committed generation): their vectors
+        // may be damaged in ways a row alone does not show, such as a flipped sign.
+        let mut distrusted = None;
         match Index::open(dir) {
-            Ok(index) => damage.extend(index.verify()?),
+            Ok(index) => {
+                let (rows, lines): (Vec<_>, Vec<_>) = index.problems().into_iter().unzip();
+                damage.extend(lines);
+                let rows: Vec<_> = rows.into_iter().flatten().collect();
+                distrusted = Some((index.catalog().generation, rows));
+            }
             // Not damage: `--rebuild` is how an index of another format is read again.
             Err(IndexError::OtherFormat { .. }) => {}
             Err(error) => damage.push(describe(&error)),
@@ -65,7 +73,13 @@ impl Salvage {
             .filter(|m| m.format_version == FORMAT_VERSION)
         {
             known = KnownVectors::new(manifest.model.dimension);
-            for added in [known.add_rows(dir, manifest), known.add_journal(dir)] {
+            let trusted = |generation: u64, row: u32| {
+                distrusted.as_ref().is_none_or(|(committed, rows)| {
+                    generation != *committed || !rows.iter().any(|r| r.contains(&row))
+                })
+            };
+            let rows = known.add_rows(dir, manifest, &trusted);
+            for added in [rows, known.add_journal(dir)] {
                 if let Err(error) = added {
                     damage.push(describe(&error));
                 }

@@ -66,6 +66,49 @@ impl Default for HttpOptions {
 /// How long a client may take to send a request's headers, unless told otherwise.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// File descriptors kept back from connections, for the index files, models and answers the
+/// server opens while it serves.
+const FILES_KEPT: u64 = 64;
+
+/// How many clients are served at once, and how long each may take to send its headers.
+#[derive(Debug, Clone)]
+pub struct Connections {
+    /// Connections open at once ([`default_max_connections`]); past it, clients wait in the
+    /// listen queue until one closes.
+    pub max: usize,
+    /// How long a client may take to send a request's headers ([`HEADER_TIMEOUT`]).
+    pub header_timeout: Duration,
+}
+
+impl Default for Connections {
+    fn default() -> Self {
+        Self {
+            max: default_max_connections(),
+            header_timeout: HEADER_TIMEOUT,
+        }
+    }
+}
+
+/// Connections at once unless told otherwise: the file descriptors this process may open but
+/// 64, from 8 to 1,024.
+#[must_use]
+pub fn default_max_connections() -> usize {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes the struct it is given and nothing else.
+        #[allow(unsafe_code)]
+        let read = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) } == 0;
+        if read {
+            return limit.rlim_cur.saturating_sub(FILES_KEPT).clamp(8, 1024) as usize;
+        }
+    }
+    1024
+}
+
 /// Refuses an address that other machines can reach unless a token guards it.
 pub fn check_reach(address: SocketAddr, token: Option<&str>) -> crate::Result<()> {
     if address.ip().is_loopback() || token.is_some_and(|t| !t.is_empty()) {
@@ -127,16 +170,27 @@ pub fn router(library: Arc<Library>, options: &HttpOptions) -> Router {
         .with_state(state)
 }
 
-/// Serves `router` on `listener` until `shutdown` resolves. A client gets `header_timeout`
-/// ([`HEADER_TIMEOUT`]) to send its request's headers; a connection that fails ends alone.
+/// Serves `router` on `listener` until `shutdown` resolves, within `connections`' limits; a
+/// connection that fails ends alone.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
-    header_timeout: Duration,
+    connections: &Connections,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let mut shutdown = std::pin::pin!(shutdown);
+    let open = Arc::new(Semaphore::new(connections.max.max(1)));
+    let header_timeout = connections.header_timeout;
     loop {
+        // A connection is accepted only when it can be served: past the limit clients wait in
+        // the listen queue, rather than take the descriptors the indexes and models need.
+        let permit = tokio::select! {
+            permit = Arc::clone(&open).acquire_owned() => permit,
+            () = &mut shutdown => return Ok(()),
+        };
+        let Ok(permit) = permit else {
+            return Ok(());
+        };
         let stream = tokio::select! {
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else {
@@ -150,6 +204,7 @@ pub async fn serve(
         };
         let service = hyper_util::service::TowerToHyperService::new(router.clone());
         tokio::spawn(async move {
+            let _permit = permit;
             let connection = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(header_timeout)
@@ -165,6 +220,7 @@ pub async fn serve(
 pub fn run(
     address: SocketAddr,
     router: Router,
+    connections: &Connections,
     listening: impl FnOnce(SocketAddr),
 ) -> crate::Result<()> {
     let bind_error = |source| ServeError::Bind {
@@ -175,7 +231,7 @@ pub fn run(
     runtime.block_on(async {
         let listener = TcpListener::bind(address).await.map_err(bind_error)?;
         listening(listener.local_addr().map_err(bind_error)?);
-        serve(listener, router, HEADER_TIMEOUT, stop_signal())
+        serve(listener, router, connections, stop_signal())
             .await
             .map_err(bind_error)
     })

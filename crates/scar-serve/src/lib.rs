@@ -20,7 +20,8 @@
 //! let router = http::router(library, &http::HttpOptions::default());
 //! tokio::runtime::Runtime::new()?.block_on(async {
 //!     let listener = tokio::net::TcpListener::bind("127.0.0.1:8765").await?;
-//!     http::serve(listener, router, http::HEADER_TIMEOUT, std::future::pending()).await
+//!     let connections = http::Connections::default();
+//!     http::serve(listener, router, &connections, std::future::pending()).await
 //! })?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

@@ -36,13 +36,13 @@ pub struct Server {
 
 impl Server {
     pub fn start(library: Arc<Library>, options: &http::HttpOptions) -> Self {
-        Self::start_with(library, options, http::HEADER_TIMEOUT)
+        Self::start_with(library, options, http::Connections::default())
     }
 
     pub fn start_with(
         library: Arc<Library>,
         options: &http::HttpOptions,
-        header_timeout: Duration,
+        connections: http::Connections,
     ) -> Self {
         let router = http::router(library, options);
         let (sender, receiver) = std::sync::mpsc::channel();
@@ -51,7 +51,7 @@ impl Server {
             runtime.block_on(async {
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
                 sender.send(listener.local_addr().unwrap()).unwrap();
-                http::serve(listener, router, header_timeout, std::future::pending())
+                http::serve(listener, router, &connections, std::future::pending())
                     .await
                     .unwrap();
             });

@@ -158,7 +158,11 @@ fn a_client_that_never_finishes_its_request_is_cut_off() {
         body_timeout: Duration::from_millis(500),
         ..http::HttpOptions::default()
     };
-    let server = Server::start_with(example(), &options, Duration::from_millis(500));
+    let connections = http::Connections {
+        header_timeout: Duration::from_millis(500),
+        ..http::Connections::default()
+    };
+    let server = Server::start_with(example(), &options, connections);
     // A body announced and never sent: 408.
     let mut stream = std::net::TcpStream::connect(server.address).unwrap();
     write!(
@@ -177,6 +181,46 @@ fn a_client_that_never_finishes_its_request_is_cut_off() {
     let _ = stream.read_to_end(&mut reply);
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(get(&server.url("/v1/health"), None).0, 200);
+}
+
+#[test]
+fn connections_past_the_limit_wait_until_one_closes() {
+    let connections = http::Connections {
+        max: 2,
+        header_timeout: Duration::from_mins(1),
+    };
+    let server = Server::start_with(example(), &http::HttpOptions::default(), connections);
+    // Two clients connect and say nothing: they hold both connections.
+    let silent: Vec<_> = (0..2)
+        .map(|_| std::net::TcpStream::connect(server.address).unwrap())
+        .collect();
+    // Queued behind them: connections are accepted in the order they were made.
+    let mut waiting = std::net::TcpStream::connect(server.address).unwrap();
+    write!(
+        waiting,
+        "GET /v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    waiting
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let mut byte = [0];
+    let unanswered = waiting.read(&mut byte).unwrap_err();
+    assert!(
+        matches!(
+            unanswered.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ),
+        "{unanswered}"
+    );
+    // The silent clients leave: the waiting one is served.
+    drop(silent);
+    waiting
+        .set_read_timeout(Some(Duration::from_mins(1)))
+        .unwrap();
+    let mut reply = String::new();
+    waiting.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
 }
 
 /// One pseudo-random JSON value, `depth` levels deep at most.
@@ -271,45 +315,43 @@ fn thousands_of_random_bodies_get_answers_and_never_take_it_down() {
 /// A data file cut short on disk under a running server is a damage report naming the repair,
 /// not a crash (reading a mapped page past a file's end kills the process with SIGBUS).
 #[test]
-fn a_data_file_cut_short_while_serving_is_an_error_not_a_crash() {
-    let copy = tempfile::tempdir().unwrap();
-    let index = copy.path().join("example");
-    copy_folder(example_index(), &index);
-    let server = Server::start(
-        Arc::new(library(std::slice::from_ref(&index))),
-        &http::HttpOptions::default(),
-    );
-    let search = || {
-        post(
-            &server.url("/v1/search"),
-            &json!({"question": "What does a kayak cost on the ferry?", "k": 2}).to_string(),
-        )
-    };
-    assert_eq!(search().0, 200);
-    let strings = std::fs::read_dir(&index)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .find(|path| {
-            path.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("strings.")
-        })
-        .unwrap();
-    std::fs::File::options()
-        .write(true)
-        .open(&strings)
-        .unwrap()
-        .set_len(0)
-        .unwrap();
-    let (status, body) = search();
-    assert_eq!(status, 500, "{body}");
-    assert!(
-        body.contains("cut short") && body.contains("--repair"),
-        "{body}"
-    );
-    // The server is still up.
-    assert_eq!(get(&server.url("/v1/health"), None).0, 200);
+fn a_file_cut_short_while_serving_is_an_error_not_a_crash() {
+    // A data file of ours, and a segment file of the text index, which tantivy maps.
+    for (folder, named) in [("", "strings."), ("text", ".idx")] {
+        let copy = tempfile::tempdir().unwrap();
+        let index = copy.path().join("example");
+        copy_folder(example_index(), &index);
+        let server = Server::start(
+            Arc::new(library(std::slice::from_ref(&index))),
+            &http::HttpOptions::default(),
+        );
+        let search = || {
+            post(
+                &server.url("/v1/search"),
+                &json!({"question": "What does a kayak cost on the ferry?", "k": 2}).to_string(),
+            )
+        };
+        assert_eq!(search().0, 200);
+        let file = std::fs::read_dir(index.join(folder))
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .find(|path| path.file_name().unwrap().to_string_lossy().contains(named))
+            .unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        let (status, body) = search();
+        assert_eq!(status, 500, "{named}: {body}");
+        assert!(
+            body.contains("cut short") && body.contains("--repair"),
+            "{named}: {body}"
+        );
+        // The server is still up.
+        assert_eq!(get(&server.url("/v1/health"), None).0, 200);
+    }
 }
 
 fn copy_folder(from: &std::path::Path, to: &std::path::Path) {

@@ -28,9 +28,8 @@ pub(crate) struct DataFiles {
     string_bytes: usize,
     /// The committed f16 vectors widened to f32, so that every row reads as one matrix.
     widened: Option<Vec<f32>>,
-    /// Each mapped file, open, with the bytes of it that are read: reading a mapped page that
-    /// a file no longer has would kill the process, so a long-lived reader checks them.
-    opened: Vec<(fs_err::File, u64)>,
+    /// Each mapped file, held open with the bytes of it that are read.
+    opened: MappedFiles,
 }
 
 impl DataFiles {
@@ -43,7 +42,7 @@ impl DataFiles {
     ) -> Result<Self> {
         let lengths = committed_lengths(dir, manifest, catalog)?;
         let [vectors, records, strings] = IndexFile::data(catalog.generation);
-        let mut opened = Vec::new();
+        let mut opened = MappedFiles::default();
         let mut files = Self {
             encoding: manifest.vectors,
             vectors: map_committed(dir, &vectors.path(dir), lengths[0], &mut opened)?,
@@ -67,7 +66,7 @@ impl DataFiles {
         generation: u64,
         encoding: VectorEncoding,
     ) -> Result<Self> {
-        let mut opened = Vec::new();
+        let mut opened = MappedFiles::default();
         let [vectors, records, strings] = IndexFile::data(generation);
         let vectors = map_found(&vectors.path(dir), &mut opened)?;
         let records = map_found(&records.path(dir), &mut opened)?;
@@ -84,13 +83,9 @@ impl DataFiles {
         })
     }
 
-    /// A mapped file that is now shorter than the bytes read from it (cut on disk while it was
-    /// open), if one is.
+    /// A mapped file that is now shorter than the bytes read from it, if one is.
     pub(crate) fn cut_short(&self) -> Option<&Path> {
-        self.opened
-            .iter()
-            .find(|(file, read)| file.metadata().map_or(true, |m| m.len() < *read))
-            .map(|(file, _)| file.path())
+        self.opened.cut_short()
     }
 
     fn vector_bytes(&self) -> &[u8] {
@@ -118,21 +113,27 @@ impl DataFiles {
 
     /// Row `row`'s vector of `dimension`, as f32.
     pub(crate) fn vector(&self, row: usize, dimension: usize) -> Option<Vec<f32>> {
+        Some(widen(self.stored_vector(row, dimension)?, self.encoding))
+    }
+
+    /// Row `row`'s vector of `dimension`, as stored.
+    pub(crate) fn stored_vector(&self, row: usize, dimension: usize) -> Option<&[u8]> {
         let row_bytes = self.encoding.bytes() * dimension;
         let start = row.checked_mul(row_bytes)?;
-        let bytes = self
-            .vector_bytes()
-            .get(start..start.checked_add(row_bytes)?)?;
-        Some(widen(bytes, self.encoding))
+        self.vector_bytes()
+            .get(start..start.checked_add(row_bytes)?)
     }
 
     /// Row `row`'s record.
     pub(crate) fn record(&self, row: usize) -> Option<ChunkRecord> {
+        self.stored_record(row).map(ChunkRecord::decode)
+    }
+
+    /// Row `row`'s record, as stored.
+    pub(crate) fn stored_record(&self, row: usize) -> Option<&[u8]> {
         let start = row.checked_mul(RECORD_BYTES)?;
         let records = self.records.as_deref().unwrap_or_default();
-        records
-            .get(start..start.checked_add(RECORD_BYTES)?)
-            .map(ChunkRecord::decode)
+        records.get(start..start.checked_add(RECORD_BYTES)?)
     }
 
     /// A record's text and heading path, from the strings that are read.
@@ -152,6 +153,37 @@ impl DataFiles {
             std::str::from_utf8(&strings[range]).map_err(|_| StringsProblem::NotUtf8)
         };
         Ok((utf8(start..text_end)?, utf8(text_end..heading_end)?))
+    }
+}
+
+/// Files mapped into memory (by this reader, tantivy or usearch), each held open with the bytes
+/// that are read from it: reading a mapped page that a file no longer has kills the process,
+/// so a reader that stays open checks them before it reads. A file replaced on disk is no
+/// danger: what was mapped stays readable while it is held.
+#[derive(Default)]
+pub(crate) struct MappedFiles(Vec<(fs_err::File, u64)>);
+
+impl MappedFiles {
+    /// Holds `file`, of which `read` bytes are read.
+    pub(crate) fn hold(&mut self, file: fs_err::File, read: u64) {
+        self.0.push((file, read));
+    }
+
+    /// Holds the file at `path`, all of which is read.
+    pub(crate) fn hold_whole(&mut self, path: &Path) -> Result<()> {
+        let file = fs_err::File::open(path).map_err(io_error(path))?;
+        let length = file.metadata().map_err(io_error(path))?.len();
+        self.hold(file, length);
+        Ok(())
+    }
+
+    /// A file that is now shorter than the bytes read from it (cut on disk while it was held),
+    /// if one is. One `fstat` a file.
+    pub(crate) fn cut_short(&self) -> Option<&Path> {
+        self.0
+            .iter()
+            .find(|(file, read)| file.metadata().map_or(true, |m| m.len() < *read))
+            .map(|(file, _)| file.path())
     }
 }
 
@@ -205,7 +237,7 @@ fn map_committed(
     dir: &Path,
     path: &Path,
     committed: u64,
-    opened: &mut Vec<(fs_err::File, u64)>,
+    opened: &mut MappedFiles,
 ) -> Result<Option<Mmap>> {
     if committed == 0 {
         return Ok(None);
@@ -216,12 +248,12 @@ fn map_committed(
     })?;
     check_committed(dir, &file, committed)?;
     let mapped = map(&file)?;
-    opened.push((file, committed));
+    opened.hold(file, committed);
     Ok(Some(mapped))
 }
 
 /// A data file as it is; `None` when it is missing or empty.
-fn map_found(path: &Path, opened: &mut Vec<(fs_err::File, u64)>) -> Result<Option<Mmap>> {
+fn map_found(path: &Path, opened: &mut MappedFiles) -> Result<Option<Mmap>> {
     let file = match fs_err::File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -232,7 +264,7 @@ fn map_found(path: &Path, opened: &mut Vec<(fs_err::File, u64)>) -> Result<Optio
         return Ok(None);
     }
     let mapped = map(&file)?;
-    opened.push((file, length));
+    opened.hold(file, length);
     Ok(Some(mapped))
 }
 

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use scar_core::{ChunkId, Position, SeamKind, Side, cosine};
 
-use super::data::{DataFiles, StringsProblem};
-use super::format::{Catalog, DocumentEntry, Manifest, read_manifest};
+use super::data::{DataFiles, MappedFiles, StringsProblem};
+use super::format::{Catalog, ChunkRecord, DocumentEntry, Manifest, RowsChecksum, read_manifest};
 use super::text_dir::{Access, check_text, open_text, read_catalog};
 use crate::folder::IndexFile;
 use crate::hnsw::{HnswGraph, HnswInfo};
@@ -60,6 +60,8 @@ pub struct Index {
     text: TextIndex,
     /// The HNSW graph, when the index has a current one (`scar index --hnsw`).
     hnsw: Option<HnswGraph>,
+    /// The files tantivy and usearch map (the data files hold their own).
+    mapped: MappedFiles,
     /// The commit this index was opened at, as the catalog file's stamp.
     commit: Option<CommitStamp>,
 }
@@ -137,9 +139,13 @@ impl Index {
                 row_documents[row as usize] = i as u32;
             }
         }
-        check_text(&dir, &text)?;
+        let mut mapped = MappedFiles::default();
+        check_text(&dir, &text, &mut mapped)?;
         let text = TextIndex::new(&dir, text)?;
         let hnsw = HnswGraph::open(&dir, &catalog, manifest.model.dimension, false)?;
+        if hnsw.is_some() {
+            mapped.hold_whole(&IndexFile::HnswGraph.path(&dir))?;
+        }
         let index = Self {
             dir,
             manifest,
@@ -148,6 +154,7 @@ impl Index {
             row_documents,
             text,
             hnsw,
+            mapped,
             commit,
         };
         let damage = index
@@ -243,11 +250,12 @@ impl Index {
             .is_some_and(|&document| document != u32::MAX)
     }
 
-    /// Checks that no data file was cut short on disk since it was opened: reading a mapped
-    /// page past a file's end would kill the process. For readers that stay open (a server),
-    /// before each search; the check is one `fstat` per file.
+    /// Checks that no file the index maps (its data files, the text index's segments, the HNSW
+    /// graph) was cut short on disk since it was opened: reading a mapped page past a file's
+    /// end would kill the process. For readers that stay open (a server), before each search;
+    /// the check is one `fstat` per file.
     pub fn check_files(&self) -> Result<()> {
-        match self.files.cut_short() {
+        match self.files.cut_short().or_else(|| self.mapped.cut_short()) {
             Some(path) => Err(IndexError::damaged(
                 &self.dir,
                 path,
@@ -426,27 +434,42 @@ impl Index {
 
     /// Checks what a crash must never break: every live chunk has its record, its vector (unit
     /// length, finite) and its text; ordinals are contiguous; stored continuity equals the
-    /// recomputed cosine; tantivy holds exactly the live documents. Returns the problems found,
-    /// each naming its document.
+    /// recomputed cosine; tantivy holds exactly the live documents. And what damage may change:
+    /// each document's rows as stored match the checksum written when it was indexed. Returns
+    /// the problems found, each naming its document.
     pub fn verify(&self) -> Result<Vec<String>> {
-        let mut problems: Vec<String> = self
+        Ok(self
+            .problems()
+            .into_iter()
+            .map(|(_, problem)| problem)
+            .collect())
+    }
+
+    /// What [`Index::verify`] finds, each with the rows of the document it concerns (none for
+    /// a problem of the whole index).
+    pub(crate) fn problems(&self) -> Vec<(Option<Range<u32>>, String)> {
+        let mut problems: Vec<_> = self
             .catalog
             .documents
             .par_iter()
             .flat_map_iter(|document| {
                 self.document_problems(document)
                     .into_iter()
-                    .map(move |problem| format!("{}: {problem}", document.path.display()))
+                    .map(move |problem| {
+                        let line = format!("{}: {problem}", document.path.display());
+                        (Some(document.rows()), line)
+                    })
             })
             .collect();
         let live_docs = self.text.live_chunks();
         if live_docs != self.len() as u64 {
-            problems.push(format!(
+            let line = format!(
                 "text index holds {live_docs} chunks, catalog {}",
                 self.len()
-            ));
+            );
+            problems.push((None, line));
         }
-        Ok(problems)
+        problems
     }
 
     /// What is wrong with the rows of `document`: damage a reader would stop at, or values
@@ -485,6 +508,31 @@ impl Index {
                 problems.push(format!("chunk {id}: its text in {strings} is empty"));
             }
         }
+        // Damage the checks above do not see: a flipped sign, a changed letter or section.
+        if problems.is_empty()
+            && document
+                .checksum
+                .is_some_and(|stored| self.rows_checksum(document) != Some(stored))
+        {
+            problems.push(format!(
+                "its chunks as stored (in {vectors}, {records} and {strings}) differ from what \
+                 was indexed"
+            ));
+        }
         problems
+    }
+
+    /// The [`RowsChecksum`] of `document`'s rows as they are stored now.
+    fn rows_checksum(&self, document: &DocumentEntry) -> Option<u64> {
+        let dimension = self.manifest.model.dimension;
+        let mut checksum = RowsChecksum::new();
+        for row in document.rows() {
+            let row = row as usize;
+            let record = self.files.stored_record(row)?;
+            let (text, heading) = self.files.strings_of(&ChunkRecord::decode(record)).ok()?;
+            let vector = self.files.stored_vector(row, dimension)?;
+            checksum.add(vector, record, text.as_bytes(), heading.as_bytes());
+        }
+        Some(checksum.finish())
     }
 }

@@ -15,6 +15,7 @@ use tantivy::directory::{
     Directory, DirectoryLock, FileHandle, Lock, MmapDirectory, WatchCallback, WatchHandle, WritePtr,
 };
 
+use super::data::MappedFiles;
 use super::format::{Catalog, TextFields};
 use crate::error::io_error;
 use crate::folder::{IndexFile, temporary_path};
@@ -50,10 +51,18 @@ pub(crate) fn open_text(dir: &Path, access: Access) -> Result<tantivy::Index> {
     tantivy::Index::open(folder).map_err(|e| read_error(dir, e))
 }
 
-/// Checks what the text index holds before anything reads it: the schema, and the checksum of
-/// every file of its segments (tantivy does not check them when it reads, and damaged bytes in
-/// a term dictionary or posting list can make it panic).
-pub(crate) fn check_text(dir: &Path, index: &tantivy::Index) -> Result<()> {
+/// Checks what the text index holds before anything reads it: the schema, and that every file
+/// of its segments is there and matches its checksum (tantivy does not check them when it
+/// reads, opens a segment's files only when a search needs them, and damaged bytes in a term
+/// dictionary or posting list can make it panic). Each file checked is held in `mapped`, since
+/// tantivy maps them.
+pub(crate) fn check_text(
+    dir: &Path,
+    index: &tantivy::Index,
+    mapped: &mut MappedFiles,
+) -> Result<()> {
+    use tantivy::index::SegmentComponent as Component;
+
     let (schema, _) = TextFields::schema();
     if index.schema() != schema {
         return Err(IndexError::damaged(
@@ -65,39 +74,37 @@ pub(crate) fn check_text(dir: &Path, index: &tantivy::Index) -> Result<()> {
     let metas = index
         .searchable_segment_metas()
         .map_err(|e| read_error(dir, e))?;
-    let segments: Vec<String> = metas.iter().map(|meta| meta.id().uuid_string()).collect();
-    // A segment's deletes are a file per commit: only the committed one is checked, since a
-    // writer may be writing the next commit's beside it.
-    let committed_deletes: Vec<PathBuf> = metas
-        .iter()
-        .filter(|meta| meta.delete_opstamp().is_some())
-        .map(|meta| meta.relative_path(tantivy::index::SegmentComponent::Delete))
-        .collect();
     let folder = IndexFile::Text.path(dir);
-    for entry in fs_err::read_dir(&folder).map_err(io_error(&folder))? {
-        let entry = entry.map_err(io_error(&folder))?;
-        let name = entry.file_name();
-        let Some(segment) = name.to_str().and_then(|n| n.split('.').next()) else {
-            continue;
-        };
-        if !segments.iter().any(|s| s == segment) {
-            continue;
-        }
-        let relative = Path::new(&name);
-        let is_delete = relative.extension().is_some_and(|e| e == "del");
-        if is_delete && !committed_deletes.iter().any(|d| d == relative) {
-            continue;
-        }
-        let sound = index
-            .directory()
-            .validate_checksum(relative)
-            .map_err(|e| read_error(dir, e.into()))?;
-        if !sound {
-            return Err(IndexError::damaged(
-                dir,
-                &entry.path(),
-                "its checksum does not match its content",
-            ));
+    for meta in &metas {
+        // A segment's deletes are a file per commit: only the committed one is checked, since a
+        // writer may be writing the next commit's beside it.
+        let deletes = meta.delete_opstamp().map(|_| Component::Delete);
+        let components = [
+            Component::Postings,
+            Component::Positions,
+            Component::FastFields,
+            Component::FieldNorms,
+            Component::Terms,
+            Component::Store,
+        ];
+        for component in components.into_iter().chain(deletes) {
+            let relative = meta.relative_path(component);
+            let path = folder.join(&relative);
+            if !path.is_file() {
+                return Err(IndexError::damaged(dir, &path, "it is missing"));
+            }
+            let sound = index
+                .directory()
+                .validate_checksum(&relative)
+                .map_err(|e| read_error(dir, e.into()))?;
+            if !sound {
+                return Err(IndexError::damaged(
+                    dir,
+                    &path,
+                    "its checksum does not match its content",
+                ));
+            }
+            mapped.hold_whole(&path)?;
         }
     }
     Ok(())

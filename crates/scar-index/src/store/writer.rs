@@ -9,8 +9,8 @@ use tantivy::{TantivyDocument, Term, doc};
 
 use super::data::{check_committed, committed_lengths};
 use super::format::{
-    Catalog, ChunkRecord, DocumentEntry, Manifest, RECORD_BYTES, TextFields, VectorEncoding,
-    read_manifest,
+    Catalog, ChunkRecord, DocumentEntry, Manifest, RECORD_BYTES, RowsChecksum, TextFields,
+    VectorEncoding, read_manifest,
 };
 use super::reader::Index;
 use super::text_dir::{Access, create_text, open_text, read_catalog};
@@ -133,8 +133,10 @@ impl Writer {
         let mut vectors = Vec::new();
         let mut records = Vec::new();
         let mut strings = Vec::new();
+        let mut checksum = RowsChecksum::new();
         for (ordinal, chunk) in document.chunks.iter().enumerate() {
             let vector = embeddings[ordinal];
+            let vector_start = vectors.len();
             match self.manifest.vectors {
                 VectorEncoding::F32 => vector.iter().for_each(|x| vectors.extend(x.to_le_bytes())),
                 VectorEncoding::F16 => vector
@@ -158,7 +160,14 @@ impl Writer {
                 text_len: own.len() as u32,
                 heading_len: chunk.heading_path.len() as u32,
             };
-            records.extend(record.encode());
+            let encoded = record.encode();
+            checksum.add(
+                &vectors[vector_start..],
+                &encoded,
+                own.as_bytes(),
+                chunk.heading_path.as_bytes(),
+            );
+            records.extend(encoded);
             strings.extend(own.as_bytes());
             strings.extend(chunk.heading_path.as_bytes());
             self.text
@@ -187,6 +196,7 @@ impl Writer {
             first_row,
             chunk_count: document.chunks.len() as u32,
             pages: document.pages.iter().map(|&start| start as u32).collect(),
+            checksum: Some(checksum.finish()),
         });
         Ok(())
     }
