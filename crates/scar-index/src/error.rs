@@ -1,4 +1,7 @@
+use std::cell::Cell;
+use std::panic::{self, UnwindSafe};
 use std::path::{Path, PathBuf};
+use std::sync::Once;
 
 /// The message a panic carried, when it carried text (`panic!` with a literal or a format).
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> Option<String> {
@@ -6,6 +9,33 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> Option<Stri
         .downcast_ref::<&str>()
         .map(|message| (*message).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
+}
+
+thread_local! {
+    static SILENCE_PANICS: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f`, turning a panic into `Err(message)` without printing it. Parsers of PDF and mail
+/// panic on some malformed files, and a corrupt file should be a skipped file, not a crash or a
+/// stack trace.
+///
+/// The panic hook is process-wide, so instead of swapping it around each call (which races
+/// when files load on several threads), one wrapper is installed that stays quiet only on
+/// threads inside this function and otherwise defers to the hook it replaced.
+pub(crate) fn catch_panic_quietly<T>(f: impl FnOnce() -> T + UnwindSafe) -> Result<T, String> {
+    static INSTALL_HOOK: Once = Once::new();
+    INSTALL_HOOK.call_once(|| {
+        let previous = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            if !SILENCE_PANICS.get() {
+                previous(info);
+            }
+        }));
+    });
+    SILENCE_PANICS.set(true);
+    let result = panic::catch_unwind(f);
+    SILENCE_PANICS.set(false);
+    result.map_err(|payload| panic_message(payload.as_ref()).unwrap_or_else(|| "panic".to_owned()))
 }
 
 /// Everything that can go wrong opening, reading or writing an index.
@@ -229,6 +259,14 @@ mod tests {
     use std::error::Error;
 
     use super::*;
+
+    #[test]
+    fn panics_become_errors() {
+        let result = catch_panic_quietly(|| -> u8 { panic!("bad xref") });
+        assert_eq!(result, Err("bad xref".to_owned()));
+        assert_eq!(catch_panic_quietly(|| 7), Ok(7));
+        assert!(!SILENCE_PANICS.get());
+    }
 
     #[test]
     fn tantivy_errors_keep_their_source() {

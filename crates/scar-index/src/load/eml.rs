@@ -9,6 +9,7 @@ use mail_parser::{Address, MessageParser, MimeHeaders};
 use super::outline::Outline;
 use super::zipped::corrupt;
 use super::{Attachment, Format, Heading, LoadError, LoadOptions, human_size, load_carried};
+use crate::error::catch_panic_quietly;
 
 /// How deep mail is read inside mail: a forward of a forward of a forward, and no further.
 const MAX_DEPTH: usize = 8;
@@ -22,8 +23,10 @@ pub(super) fn to_text(
     depth: usize,
     warnings: &mut Vec<String>,
 ) -> Result<(String, Vec<Heading>, Vec<Attachment>), LoadError> {
-    let message = MessageParser::default()
-        .parse(bytes)
+    // mail-parser asserts, in builds with debug assertions, that each part finds the
+    // multipart it belongs to, which a malformed message breaks: a corrupt mail, not a crash.
+    let message = catch_panic_quietly(|| MessageParser::default().parse(bytes))
+        .map_err(|panic| corrupt("e-mail", format!("the mail reader failed ({panic})")))?
         .ok_or_else(|| corrupt("e-mail", "it has no message headers"))?;
     let mut outline = Outline::default();
     outline.heading(1, message.subject().unwrap_or("(no subject)"));
@@ -167,6 +170,24 @@ mod tests {
             "{:?}",
             deepest.warnings
         );
+    }
+
+    /// Found by the fuzzer: a part that cannot find the multipart it belongs to.
+    #[test]
+    fn a_part_outside_its_multipart_is_a_corrupt_mail_not_a_panic() {
+        let message = "V \nContent-Type: multipart/mixed; boundary=\"===0268==\"\n\n\
+                       --===en--===0268==\nContent-Type: message/rfc822\nChment\n\n\
+                       Subj\nContent-Type: message/rfc822\nont226-\n\n-==5\n\n\
+                       --===0268==--\n\n-\n";
+        let mut warnings = Vec::new();
+        let read = to_text(message.as_bytes(), &options(1 << 20), 0, &mut warnings);
+        // The assertion is compiled in where dependencies keep debug assertions, as the tests'
+        // profile does; elsewhere the reader goes on.
+        if cfg!(debug_assertions) {
+            let error = read.expect_err("a corrupt mail");
+            let chain = scar_core::ErrorChain(&error).to_string();
+            assert!(chain.contains("the mail reader failed"), "{chain}");
+        }
     }
 
     #[test]

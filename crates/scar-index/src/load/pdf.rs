@@ -1,15 +1,12 @@
 //! PDF, read through its text layer; a reader that fails or panics makes a corrupt file, not a
 //! crash, and a file whose streams inflate past the size limit is refused before it is read.
 
-use std::cell::Cell;
 use std::io::Read;
-use std::panic::{self, UnwindSafe};
-use std::sync::Once;
 
 use flate2::read::ZlibDecoder;
 
 use super::{LoadError, ocr};
-use crate::error::panic_message;
+use crate::error::catch_panic_quietly;
 
 /// The text of the PDF's text layer, page by page, and the byte offset in it where each page
 /// starts; pages without one (scanned pages bound in with typed ones) are read by OCR. A reader
@@ -214,32 +211,6 @@ fn why_no_text(bytes: &[u8]) -> LoadError {
     }
 }
 
-thread_local! {
-    static SILENCE_PANICS: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Runs `f`, turning a panic into `Err(message)` without printing it. PDF parsers panic on
-/// malformed files, and a corrupt file should be a skipped file, not a crash or a stack trace.
-///
-/// The panic hook is process-wide, so instead of swapping it around each call (which races
-/// when files load on several threads), one wrapper is installed that stays quiet only on
-/// threads inside this function and otherwise defers to the hook it replaced.
-fn catch_panic_quietly<T>(f: impl FnOnce() -> T + UnwindSafe) -> Result<T, String> {
-    static INSTALL_HOOK: Once = Once::new();
-    INSTALL_HOOK.call_once(|| {
-        let previous = panic::take_hook();
-        panic::set_hook(Box::new(move |info| {
-            if !SILENCE_PANICS.get() {
-                previous(info);
-            }
-        }));
-    });
-    SILENCE_PANICS.set(true);
-    let result = panic::catch_unwind(f);
-    SILENCE_PANICS.set(false);
-    result.map_err(|payload| panic_message(payload.as_ref()).unwrap_or_else(|| "panic".to_owned()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -390,13 +361,5 @@ mod tests {
                 "{what}: {error:?}"
             );
         }
-    }
-
-    #[test]
-    fn panics_become_errors() {
-        let result = catch_panic_quietly(|| -> u8 { panic!("bad xref") });
-        assert_eq!(result, Err("bad xref".to_owned()));
-        assert_eq!(catch_panic_quietly(|| 7), Ok(7));
-        assert!(!SILENCE_PANICS.get());
     }
 }
