@@ -1,5 +1,6 @@
-//! BERT's encoder and pooling, as sentence-embedding models use them (absolute positions, one
-//! token type), written for throughput rather than taken from candle-transformers:
+//! BERT's encoder and pooling, as sentence-embedding models (one segment) and cross-encoders (a
+//! question and a passage, two segments) use them with absolute positions, written for
+//! throughput rather than taken from candle-transformers:
 //!
 //! - hidden states stay a 2-D `[tokens, width]` matrix, so every linear layer is one large
 //!   matrix product over the whole batch rather than one small product per text;
@@ -25,8 +26,10 @@ use crate::{attention, kernels};
 pub(crate) struct Bert {
     words: Embedding,
     positions: Embedding,
-    /// Token type 0's vector: every text here is a single segment.
+    /// Token type 0's vector, added to every token of a text of one segment.
     token_type: Tensor,
+    /// Every token type's vector, for texts of two segments.
+    token_types: Embedding,
     embedding_norm: LayerNorm,
     layers: Vec<Layer>,
     heads: usize,
@@ -72,10 +75,12 @@ impl Bert {
             width,
             embeddings.pp("position_embeddings"),
         )?;
-        let token_type = embeddings
-            .pp("token_type_embeddings")
-            .get((config.type_vocab_size, width), "weight")?
-            .get(0)?;
+        let token_types = candle_nn::embedding(
+            config.type_vocab_size,
+            width,
+            embeddings.pp("token_type_embeddings"),
+        )?;
+        let token_type = token_types.embeddings().get(0)?;
         let embedding_norm =
             candle_nn::layer_norm(width, config.layer_norm_eps, embeddings.pp("LayerNorm"))?;
         let layers = (0..config.num_hidden_layers)
@@ -85,6 +90,7 @@ impl Bert {
             words,
             positions,
             token_type,
+            token_types,
             embedding_norm,
             layers,
             heads: config.num_attention_heads,
@@ -121,19 +127,56 @@ impl Bert {
                 .collect::<Result<Vec<_>>>()?;
             return Tensor::cat(&rows, 0);
         }
+        self.encode(texts, None, pad_id, pooling)
+    }
+
+    /// The f32 `[CLS]` rows `[pairs, width]` of texts of two segments (a question and a
+    /// passage), given as token ids (special tokens included) and each token's segment.
+    pub(crate) fn embed_pairs(
+        &self,
+        texts: &[&[u32]],
+        segments: &[&[u32]],
+        pad_id: u32,
+    ) -> Result<Tensor> {
+        let aligned = texts.len() == segments.len()
+            && texts
+                .iter()
+                .zip(segments)
+                .all(|(text, segment)| !text.is_empty() && text.len() == segment.len());
+        if !aligned {
+            candle_core::bail!("every pair needs its tokens, each with its segment");
+        }
+        self.encode(texts, Some(segments), pad_id, Pooling::Cls)
+    }
+
+    /// [`Self::embed`] and [`Self::embed_pairs`], for texts that all hold tokens; `segments`
+    /// gives each token's segment, `None` when every text is one segment.
+    fn encode(
+        &self,
+        texts: &[&[u32]],
+        segments: Option<&[&[u32]]>,
+        pad_id: u32,
+        pooling: Pooling,
+    ) -> Result<Tensor> {
+        let weights = self.words.embeddings();
         if texts.is_empty() {
             return Tensor::zeros((0, weights.dim(1)?), DType::F32, weights.device());
         }
         if uses_cpu_kernels(weights) {
-            self.embed_packed(texts, pooling)
+            self.embed_packed(texts, segments, pooling)
         } else {
-            self.embed_padded(texts, pad_id, pooling)
+            self.embed_padded(texts, segments, pad_id, pooling)
         }
     }
 
-    /// [`Self::embed`] on the CPU, for texts that all hold tokens: the texts' tokens packed
-    /// into one `[tokens, width]` matrix for every layer, pooled from their own rows.
-    fn embed_packed(&self, texts: &[&[u32]], pooling: Pooling) -> Result<Tensor> {
+    /// [`Self::encode`] on the CPU: the texts' tokens packed into one `[tokens, width]` matrix
+    /// for every layer, pooled from their own rows.
+    fn embed_packed(
+        &self,
+        texts: &[&[u32]],
+        segments: Option<&[&[u32]]>,
+        pooling: Pooling,
+    ) -> Result<Tensor> {
         let device = self.words.embeddings().device();
         let lengths: Vec<usize> = texts.iter().map(|text| text.len()).collect();
         let ids = texts.concat();
@@ -148,7 +191,13 @@ impl Bert {
         let positions = self
             .positions
             .forward(&Tensor::from_vec(positions, tokens, device)?)?;
-        let embedded = (words + positions)?.broadcast_add(&self.token_type)?;
+        let embedded = match segments {
+            None => (words + positions)?.broadcast_add(&self.token_type)?,
+            Some(segments) => {
+                let segments = Tensor::from_vec(segments.concat(), tokens, device)?;
+                ((words + positions)? + self.token_types.forward(&segments)?)?
+            }
+        };
         let mut hidden = self.embedding_norm.forward(&embedded)?;
         let attention = Attention::Packed(&lengths);
         for layer in &self.layers {
@@ -169,9 +218,15 @@ impl Bert {
         Tensor::stack(&pooled, 0)
     }
 
-    /// [`Self::embed`] on a GPU, for texts that all hold tokens: the texts padded to the
-    /// longest, padding masked in attention and left out of the pooling.
-    fn embed_padded(&self, texts: &[&[u32]], pad_id: u32, pooling: Pooling) -> Result<Tensor> {
+    /// [`Self::encode`] on a GPU: the texts padded to the longest, padding masked in attention
+    /// and left out of the pooling.
+    fn embed_padded(
+        &self,
+        texts: &[&[u32]],
+        segments: Option<&[&[u32]]>,
+        pad_id: u32,
+        pooling: Pooling,
+    ) -> Result<Tensor> {
         let device = self.words.embeddings().device();
         let lengths: Vec<usize> = texts.iter().map(|text| text.len()).collect();
         let (batch, longest) = (texts.len(), lengths.iter().copied().max().unwrap_or(0));
@@ -183,9 +238,19 @@ impl Bert {
         let ids = Tensor::from_vec(ids, (batch, longest), device)?;
         let positions = Tensor::arange(0u32, longest as u32, device)?;
         let position_vectors = self.positions.forward(&positions)?;
-        let position_and_type = position_vectors.broadcast_add(&self.token_type)?;
         let words = self.words.forward(&ids)?;
-        let embedded = words.broadcast_add(&position_and_type)?;
+        let embedded = match segments {
+            None => words.broadcast_add(&position_vectors.broadcast_add(&self.token_type)?)?,
+            Some(segments) => {
+                let mut padded = Vec::with_capacity(batch * longest);
+                for segment in segments {
+                    padded.extend_from_slice(segment);
+                    padded.resize(padded.len() + longest - segment.len(), 0);
+                }
+                let segments = Tensor::from_vec(padded, (batch, longest), device)?;
+                (words.broadcast_add(&position_vectors)? + self.token_types.forward(&segments)?)?
+            }
+        };
         let mut hidden = self
             .embedding_norm
             .forward(&embedded)?
@@ -508,7 +573,7 @@ mod tests {
             assert_eq!(expected.dims(), [5, 32]);
             let expected_filled =
                 Tensor::cat(&[expected.i(..2).unwrap(), expected.i(3..).unwrap()], 0).unwrap();
-            let padded = model.embed_padded(&filled, 0, pooling).unwrap();
+            let padded = model.embed_padded(&filled, None, 0, pooling).unwrap();
             let difference = max_difference(&expected_filled, &padded);
             assert!(difference < 1e-5, "{pooling:?}: {difference}");
             let rounded = half.embed(&texts, 0, pooling).unwrap();
@@ -523,6 +588,23 @@ mod tests {
             }
             assert_eq!(model.embed(&[], 0, pooling).unwrap().dims(), [0, 32]);
         }
+    }
+
+    /// Pairs (a question and a passage) take both paths alike, and the second segment's token
+    /// type counts.
+    #[test]
+    fn pairs_embed_alike_on_both_paths_and_their_segments_count() {
+        let texts: [&[u32]; 2] = [&[2, 17, 5, 3, 33, 9, 3], &[2, 9, 3, 14, 3]];
+        let segments: [&[u32]; 2] = [&[0, 0, 0, 0, 1, 1, 1], &[0, 0, 0, 1, 1]];
+        let model = small_bert(DType::F32);
+        let packed = model.embed_pairs(&texts, &segments, 0).unwrap();
+        let padded = model
+            .embed_padded(&texts, Some(&segments), 0, Pooling::Cls)
+            .unwrap();
+        assert!(max_difference(&packed, &padded) < 1e-5);
+        let one_segment = model.embed(&texts, 0, Pooling::Cls).unwrap();
+        assert!(max_difference(&packed, &one_segment) > 1e-3);
+        assert!(model.embed_pairs(&texts, &segments[..1], 0).is_err());
     }
 
     /// The padded path (GPUs) gives every real token the context the packed path (CPU) gives it,

@@ -344,7 +344,7 @@ impl Embedder {
 
 /// Splits `order` (indices sorted longest first) into batches of at most `budget` padded tokens
 /// and `max_texts` texts. A single text longer than the budget still gets a batch of its own.
-fn pack_batches<'a>(
+pub(crate) fn pack_batches<'a>(
     order: &'a [usize],
     lengths: &[usize],
     budget: usize,
@@ -365,7 +365,7 @@ fn pack_batches<'a>(
 
 /// Loads `tokenizer.json`, replacing whatever padding and truncation it shipped with: we pad
 /// per batch ourselves, and truncate at the model's own limit.
-fn load_tokenizer(dir: &std::path::Path, max_tokens: usize) -> Result<Tokenizer> {
+pub(crate) fn load_tokenizer(dir: &std::path::Path, max_tokens: usize) -> Result<Tokenizer> {
     let path = dir.join("tokenizer.json");
     let unreadable = |source| EmbedError::Unreadable {
         path: path.clone(),

@@ -22,6 +22,7 @@
 mod attention;
 mod bert;
 mod bf16;
+mod cross_encoder;
 mod device;
 mod embedder;
 mod error;
@@ -32,6 +33,7 @@ mod model;
 mod precision;
 mod weights;
 
+pub use cross_encoder::CrossEncoder;
 pub use device::DeviceChoice;
 pub use embedder::{EmbedOptions, EmbedProgress, Embedder, Embeddings, ModelInfo};
 pub use error::{EmbedError, Result};

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod cross_encoder;
 mod precision;
 mod reference;
 mod tiny_bert;

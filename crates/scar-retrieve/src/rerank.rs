@@ -4,6 +4,7 @@
 use std::fmt;
 
 use scar_core::ChunkId;
+use scar_embed::CrossEncoder;
 
 use crate::{ChunkStore, Result, RetrieveError};
 
@@ -69,6 +70,33 @@ pub trait Rerank: Send + Sync + fmt::Debug {
         candidates: &[Candidate],
         store: &dyn ChunkStore,
     ) -> Result<Vec<f32>>;
+}
+
+/// A cross-encoder judges each candidate as a passage beside the question: its heading path,
+/// when it has one, then its text.
+impl Rerank for CrossEncoder {
+    fn score(
+        &self,
+        query: &str,
+        candidates: &[Candidate],
+        store: &dyn ChunkStore,
+    ) -> Result<Vec<f32>> {
+        let passages = candidates
+            .iter()
+            .map(|candidate| {
+                let chunk = store
+                    .chunk(candidate.id)
+                    .ok_or(RetrieveError::UnknownChunk(candidate.id))?;
+                Ok(if chunk.heading_path.is_empty() {
+                    chunk.text
+                } else {
+                    format!("{}\n{}", chunk.heading_path, chunk.text)
+                })
+            })
+            .collect::<Result<Vec<String>>>()?;
+        let passages: Vec<&str> = passages.iter().map(String::as_str).collect();
+        Ok(CrossEncoder::score(self, query, &passages)?)
+    }
 }
 
 /// `candidates` ordered by `scores`, one per candidate, each candidate carrying its new score.

@@ -225,3 +225,42 @@ fn a_reranker_s_order_chooses_the_seeds_and_its_scores_go_with_them() {
         seeds
     );
 }
+
+#[test]
+fn a_cross_encoder_chooses_the_seeds_by_its_scores() {
+    // A cross-encoder of ms-marco-MiniLM-L-6-v2's shape with random weights: its scores mean
+    // nothing, but they are the ones that choose the seeds, each seed carrying its own.
+    let folder = scar_test_support::models_dir().join("ms-marco-minilm-shape");
+    let files = scar_embed::ModelFiles::from_dir("ms-marco-minilm-shape", folder)
+        .unwrap_or_else(|e| panic!("{e}: run scripts/fetch-test-models first"));
+    let options =
+        scar_embed::EmbedOptions::new(scar_embed::DeviceChoice::Cpu, scar_embed::Precision::F32);
+    let judge = Arc::new(scar_embed::CrossEncoder::load(&files, &options).unwrap());
+    let candidates = kayak_candidates(3);
+    let seeds = reranked_by(Arc::clone(&judge) as Arc<dyn Rerank>)
+        .prepare(KAYAK, FirstStage::Hybrid, 3)
+        .unwrap()
+        .seeds;
+    let index = retriever().index();
+    let passages: Vec<String> = candidates
+        .iter()
+        .map(|candidate| {
+            let chunk = index.chunk(candidate.id).unwrap();
+            if chunk.heading_path.is_empty() {
+                chunk.text.to_owned()
+            } else {
+                format!("{}\n{}", chunk.heading_path, chunk.text)
+            }
+        })
+        .collect();
+    let passages: Vec<&str> = passages.iter().map(String::as_str).collect();
+    let scores = judge.score(KAYAK, &passages).unwrap();
+    let mut best: Vec<(ChunkId, f32)> = candidates
+        .iter()
+        .map(|candidate| candidate.id)
+        .zip(scores)
+        .collect();
+    best.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let chosen: Vec<(ChunkId, f32)> = seeds.iter().map(|seed| (seed.id, seed.score)).collect();
+    assert_eq!(chosen, best[..3]);
+}
