@@ -26,9 +26,7 @@ use crate::{attention, kernels};
 pub(crate) struct Bert {
     words: Embedding,
     positions: Embedding,
-    /// Token type 0's vector, added to every token of a text of one segment.
-    token_type: Tensor,
-    /// Every token type's vector, for texts of two segments.
+    /// Every token type's vector: type 0 for a text of one segment, 0 and 1 for a pair.
     token_types: Embedding,
     embedding_norm: LayerNorm,
     layers: Vec<Layer>,
@@ -80,7 +78,6 @@ impl Bert {
             width,
             embeddings.pp("token_type_embeddings"),
         )?;
-        let token_type = token_types.embeddings().get(0)?;
         let embedding_norm =
             candle_nn::layer_norm(width, config.layer_norm_eps, embeddings.pp("LayerNorm"))?;
         let layers = (0..config.num_hidden_layers)
@@ -89,7 +86,6 @@ impl Bert {
         Ok(Self {
             words,
             positions,
-            token_type,
             token_types,
             embedding_norm,
             layers,
@@ -128,6 +124,11 @@ impl Bert {
             return Tensor::cat(&rows, 0);
         }
         self.encode(texts, None, pad_id, pooling)
+    }
+
+    /// Token type 0's vector, added to every token of a text of one segment.
+    fn first_token_type(&self) -> Result<Tensor> {
+        self.token_types.embeddings().get(0)
     }
 
     /// The f32 `[CLS]` rows `[pairs, width]` of texts of two segments (a question and a
@@ -192,7 +193,7 @@ impl Bert {
             .positions
             .forward(&Tensor::from_vec(positions, tokens, device)?)?;
         let embedded = match segments {
-            None => (words + positions)?.broadcast_add(&self.token_type)?,
+            None => (words + positions)?.broadcast_add(&self.first_token_type()?)?,
             Some(segments) => {
                 let segments = Tensor::from_vec(segments.concat(), tokens, device)?;
                 ((words + positions)? + self.token_types.forward(&segments)?)?
@@ -230,24 +231,17 @@ impl Bert {
         let device = self.words.embeddings().device();
         let lengths: Vec<usize> = texts.iter().map(|text| text.len()).collect();
         let (batch, longest) = (texts.len(), lengths.iter().copied().max().unwrap_or(0));
-        let mut ids = Vec::with_capacity(batch * longest);
-        for text in texts {
-            ids.extend_from_slice(text);
-            ids.resize(ids.len() + longest - text.len(), pad_id);
-        }
-        let ids = Tensor::from_vec(ids, (batch, longest), device)?;
+        let ids = Tensor::from_vec(padded(texts, longest, pad_id), (batch, longest), device)?;
         let positions = Tensor::arange(0u32, longest as u32, device)?;
         let position_vectors = self.positions.forward(&positions)?;
         let words = self.words.forward(&ids)?;
         let embedded = match segments {
-            None => words.broadcast_add(&position_vectors.broadcast_add(&self.token_type)?)?,
+            None => {
+                words.broadcast_add(&position_vectors.broadcast_add(&self.first_token_type()?)?)?
+            }
             Some(segments) => {
-                let mut padded = Vec::with_capacity(batch * longest);
-                for segment in segments {
-                    padded.extend_from_slice(segment);
-                    padded.resize(padded.len() + longest - segment.len(), 0);
-                }
-                let segments = Tensor::from_vec(padded, (batch, longest), device)?;
+                let segments =
+                    Tensor::from_vec(padded(segments, longest, 0), (batch, longest), device)?;
                 (words.broadcast_add(&position_vectors)? + self.token_types.forward(&segments)?)?
             }
         };
@@ -277,6 +271,16 @@ impl Bert {
             }
         }
     }
+}
+
+/// `rows` laid end to end, each filled with `fill` to `longest`.
+fn padded(rows: &[&[u32]], longest: usize, fill: u32) -> Vec<u32> {
+    let mut out = Vec::with_capacity(rows.len() * longest);
+    for row in rows {
+        out.extend_from_slice(row);
+        out.resize(out.len() + longest - row.len(), fill);
+    }
+    out
 }
 
 /// How a layer's rows hold the texts, and so how they attend.

@@ -12,7 +12,7 @@ use candle_transformers::models::bert::Config as BertConfig;
 use tokenizers::{EncodeInput, Encoding, Tokenizer};
 
 use crate::bert::Bert;
-use crate::embedder::{load_tokenizer, pack_batches};
+use crate::embedder::{compute, load_tokenizer, pack_batches, pad_id};
 use crate::model::{ModelFiles, read_json};
 use crate::weights::Safetensors;
 use crate::{EmbedError, EmbedOptions, Precision, Result};
@@ -72,9 +72,7 @@ impl CrossEncoder {
             });
         }
         let tokenizer = load_tokenizer(&dir, config.max_position_embeddings)?;
-        let pad_id = tokenizer
-            .token_to_id("[PAD]")
-            .unwrap_or(config.pad_token_id as u32);
+        let pad_id = pad_id(&tokenizer, &config);
         let model_error = |source| EmbedError::Model {
             dir: dir.clone(),
             source,
@@ -123,11 +121,7 @@ impl CrossEncoder {
     /// The precision with what it runs on, e.g. `bf16 on AVX-512 BF16` or `f16 on cuda:0`.
     #[must_use]
     pub fn compute(&self) -> String {
-        if self.device.is_cpu() {
-            self.precision.described_on_cpu()
-        } else {
-            format!("{} on {:?}", self.precision, self.device.location())
-        }
+        compute(self.precision, &self.device)
     }
 
     /// One score per passage, in their order: how well it answers `question`.

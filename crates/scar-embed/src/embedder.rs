@@ -160,11 +160,7 @@ impl Embedder {
             traits.query_prefix.clone_from(prefix);
         }
         let tokenizer = load_tokenizer(&dir, traits.max_tokens)?;
-        let pad_id = tokenizer
-            .get_padding()
-            .map(|p| p.pad_id)
-            .or_else(|| tokenizer.token_to_id("[PAD]"))
-            .unwrap_or(config.pad_token_id as u32);
+        let pad_id = pad_id(&tokenizer, &config);
         let dtype = precision.dtype(&device);
         let model_error = |source| EmbedError::Model {
             dir: dir.clone(),
@@ -202,11 +198,7 @@ impl Embedder {
     /// The device the model runs on, e.g. `cpu` or `cuda:0`.
     #[must_use]
     pub fn device_name(&self) -> String {
-        match self.device.location() {
-            candle_core::DeviceLocation::Cpu => "cpu".to_owned(),
-            candle_core::DeviceLocation::Cuda { gpu_id } => format!("cuda:{gpu_id}"),
-            candle_core::DeviceLocation::Metal { gpu_id } => format!("metal:{gpu_id}"),
-        }
+        device_name(&self.device)
     }
 
     /// The precision the model computes in (never [`Precision::Auto`]).
@@ -218,11 +210,7 @@ impl Embedder {
     /// The precision with what it runs on, e.g. `int8 on AVX-512 VNNI` or `f16 on cuda:0`.
     #[must_use]
     pub fn compute(&self) -> String {
-        if self.device.is_cpu() {
-            self.precision.described_on_cpu()
-        } else {
-            format!("{} on {}", self.precision, self.device_name())
-        }
+        compute(self.precision, &self.device)
     }
 
     /// The model's tokenizer (truncating at the model's limit, no padding).
@@ -340,6 +328,32 @@ impl Embedder {
             source: error,
         }
     }
+}
+
+/// A device as a person names it: `cpu`, `cuda:0`.
+fn device_name(device: &Device) -> String {
+    match device.location() {
+        candle_core::DeviceLocation::Cpu => "cpu".to_owned(),
+        candle_core::DeviceLocation::Cuda { gpu_id } => format!("cuda:{gpu_id}"),
+        candle_core::DeviceLocation::Metal { gpu_id } => format!("metal:{gpu_id}"),
+    }
+}
+
+/// `precision` with what it runs on `device`, e.g. `int8 on AVX-512 VNNI` or `f16 on cuda:0`.
+pub(crate) fn compute(precision: Precision, device: &Device) -> String {
+    if device.is_cpu() {
+        precision.described_on_cpu()
+    } else {
+        format!("{precision} on {}", device_name(device))
+    }
+}
+
+/// The token that pads a batch: the tokenizer's `[PAD]`, else the one `config` names (the
+/// tokenizer's own padding is removed when it is loaded).
+pub(crate) fn pad_id(tokenizer: &Tokenizer, config: &BertConfig) -> u32 {
+    tokenizer
+        .token_to_id("[PAD]")
+        .unwrap_or(config.pad_token_id as u32)
 }
 
 /// Splits `order` (indices sorted longest first) into batches of at most `budget` padded tokens
