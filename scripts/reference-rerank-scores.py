@@ -9,6 +9,10 @@ the Rust test must agree with them to 1e-4.
     scripts/make-bge-shaped-model ms-marco-minilm --cross-encoder
     ~/.cache/bench-venv/bin/python scripts/reference-rerank-scores.py models/ms-marco-minilm-shape \
         > crates/scar-embed/tests/fixtures/ms-marco-minilm-shape-reference.json
+    scripts/make-bge-shaped-model bge-reranker-base --cross-encoder --layers 2
+    ~/.cache/bench-venv/bin/python scripts/reference-rerank-scores.py \
+        models/bge-reranker-base-shape-2l \
+        > crates/scar-embed/tests/fixtures/bge-reranker-base-shape-2l-reference.json
 """
 import json
 import sys

@@ -281,7 +281,7 @@ impl LocalModel {
     }
 
     /// The prompt's tokens as the model sees them.
-    fn encode(&self, prompt: &Prompt) -> Result<Vec<u32>> {
+    pub(crate) fn encode(&self, prompt: &Prompt) -> Result<Vec<u32>> {
         let text = self.template.render(&prompt.system, &prompt.user);
         let encoding = self
             .tokenizer
@@ -294,7 +294,8 @@ impl LocalModel {
             .collect())
     }
 
-    fn next_logits(&mut self, tokens: &[u32], position: usize) -> Result<Tensor> {
+    /// The logits of the token after `tokens`, which start at `position` (0 starts afresh).
+    pub(crate) fn next_logits(&mut self, tokens: &[u32], position: usize) -> Result<Tensor> {
         let input = Tensor::new(tokens, &self.device)?.unsqueeze(0)?;
         Ok(self.weights.forward(&input, position)?.squeeze(0)?)
     }

@@ -5,7 +5,7 @@
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
-use scar_answer::{ChatTemplate, GenerationParams, Generator, LoadOptions, LocalModel};
+use scar_answer::{ChatJudge, ChatTemplate, GenerationParams, Generator, LoadOptions, LocalModel};
 use scar_embed::DeviceChoice;
 
 use crate::common::{greedy_snippet, llama_cpp, prompt};
@@ -47,4 +47,34 @@ fn qwen2_answers_greedily_as_llama_cpp_does() {
         .generate(&question, &params, &mut |_| ControlFlow::Continue(()))
         .unwrap();
     assert_eq!(generation.text.trim(), expected);
+}
+
+#[test]
+fn qwen2_judges_the_passage_that_answers_above_those_that_do_not() {
+    let judge = ChatJudge::new(qwen()).unwrap();
+    let question = "How much does it cost to take a kayak on the ferry?";
+    let answers = judge
+        .judge(
+            question,
+            "Kayaks and canoes travel on the ferry for a fee of 12 euros each way.",
+        )
+        .unwrap();
+    let elsewhere = judge
+        .judge(
+            question,
+            "The library opens at nine and closes at six on weekdays.",
+        )
+        .unwrap();
+    // This small model leans to "no" (llama.cpp gives the same 0.28 and 0.17 on these
+    // prompts): its probabilities rank passages, they are not a verdict.
+    assert!(answers > elsewhere + 0.05, "{answers} {elsewhere}");
+    assert!((0.0..1.0).contains(&answers) && elsewhere > 0.0);
+    // The same passage judged twice, after another: the model starts afresh each time.
+    let again = judge
+        .judge(
+            question,
+            "Kayaks and canoes travel on the ferry for a fee of 12 euros each way.",
+        )
+        .unwrap();
+    assert_eq!(answers.to_bits(), again.to_bits());
 }

@@ -8,7 +8,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use anyhow::{Context as _, Result, anyhow, bail};
 use clap::Parser;
 use eframe::egui;
-use scar_ui::{DeviceChoice, Environment, FileDialogs, Precision, ScarApp, Settings};
+use scar_ui::{DeviceChoice, Environment, FileDialogs, Precision, Reranking, ScarApp, Settings};
 
 mod viewer;
 
@@ -55,6 +55,17 @@ struct Args {
     /// Where the indexes of added folders are kept [default: `indexes` in the app's data folder]
     #[arg(long, env = "SCAR_LIBRARY", value_name = "DIR")]
     library: Option<PathBuf>,
+    /// Judge each question's best 30 candidates again: none, sentence, llm (the default chat
+    /// model's probability of "yes") or cross-encoder (--reranker)
+    #[arg(long, env = "SCAR_RERANK", default_value = "none")]
+    rerank: Reranking,
+    /// Cross-encoder for `--rerank cross-encoder`: hub id or folder
+    #[arg(
+        long,
+        env = "SCAR_RERANKER",
+        default_value = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+    )]
+    reranker: String,
 }
 
 fn main() -> Result<()> {
@@ -69,6 +80,8 @@ fn main() -> Result<()> {
         device: args.device,
         precision: args.precision,
         library_dir,
+        rerank: args.rerank,
+        reranker: args.reranker,
     };
     let (outcome, outcomes) = channel();
     let screenshot = args.screenshot.clone();

@@ -6,16 +6,17 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
+use scar_answer::Reranking;
 use scar_embed::{Embedder, ModelLocator};
 use scar_eval::{
-    AnswerEvalOptions, Benchmark, EvalOptions, Resolved, Scope, evaluate, evaluate_answers,
-    resolve, write_report,
+    AnswerEvalOptions, Benchmark, EvalOptions, Resolved, Scope, SeedJudge, evaluate,
+    evaluate_answers, resolve, write_report,
 };
 use scar_index::{Index, IndexOptions, index_paths, indexing_model};
 use scar_retrieve::{FirstStage, Retriever, baseline_options};
 
 use crate::display_path;
-use crate::settings::{AnswerFlags, SearchFlags, Settings};
+use crate::settings::{AnswerFlags, RerankFlags, SearchFlags, Settings};
 use crate::terminal::inert;
 
 /// Tests in a `--quick` run, spread evenly over the benchmark.
@@ -48,9 +49,18 @@ pub struct EvalArgs {
     #[arg(long, short, allow_negative_numbers = true)]
     k: Option<usize>,
     /// Also write neighbours.jsonl: every neighbour of every seed (±3) with its signals and
-    /// whether it held evidence
+    /// whether it held evidence; and seeds.jsonl: every seed with its signals and whether it
+    /// held evidence
     #[arg(long)]
     neighbours: bool,
+    /// Judges that score every seed in seeds.jsonl, comma-separated: sentence (the seed's
+    /// sentence closest to the question, with the index's model), llm (the chat model's
+    /// probability of "yes": --llm), cross-encoder (--reranker)
+    #[arg(long, value_delimiter = ',', requires = "neighbours")]
+    judges: Vec<Reranking>,
+    /// Cross-encoder for `--judges cross-encoder`: hub id or folder [env: SCAR_RERANKER] [default: cross-encoder/ms-marco-MiniLM-L-6-v2]
+    #[arg(long)]
+    reranker: Option<String>,
     /// Instead of the retrieval report, answer N questions (default 40, spread over the
     /// benchmark) with the chat model, from the policy setting's context and from static ±1's,
     /// and measure the citations and traced sentences against the evidence (answers.md, .json)
@@ -70,6 +80,10 @@ impl EvalArgs {
     pub fn search_flags(&self) -> SearchFlags {
         SearchFlags {
             k: self.k,
+            rerank: RerankFlags {
+                reranker: self.reranker.clone(),
+                ..RerankFlags::default()
+            },
             ..SearchFlags::default()
         }
     }
@@ -101,6 +115,7 @@ pub fn run(settings: &Settings, args: &EvalArgs) -> Result<ExitCode> {
         scope: args.scope,
         quick: args.quick,
         neighbour_table: args.neighbours,
+        seed_judges: seed_judges(settings, args, &retriever)?,
         ..EvalOptions::default()
     };
     if !args.json {
@@ -160,6 +175,26 @@ pub fn run(settings: &Settings, args: &EvalArgs) -> Result<ExitCode> {
         eprintln!("wrote {}", listed(&paths));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The judges `--judges` names, loaded.
+fn seed_judges(
+    settings: &Settings,
+    args: &EvalArgs,
+    retriever: &Retriever,
+) -> Result<Vec<SeedJudge>> {
+    args.judges
+        .iter()
+        .map(|&choice| {
+            let Some(judge) = settings.open_reranker(choice, retriever.shared_embedder())? else {
+                bail!("--judges none judges nothing; name sentence, llm or cross-encoder");
+            };
+            Ok(SeedJudge {
+                name: choice.to_string(),
+                judge,
+            })
+        })
+        .collect()
 }
 
 /// `scar eval --answers N`: N questions answered from two contexts of the same seeds.

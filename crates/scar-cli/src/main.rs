@@ -146,8 +146,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Search { search, .. } => (search.clone(), AnswerFlags::default()),
         Command::Ask { search, answer, .. } => (search.clone(), answer.clone()),
         Command::Eval(args) => (args.search_flags(), args.answer.clone()),
-        Command::Serve(args) => (SearchFlags::default(), AnswerFlags::llm(args.llm.clone())),
-        Command::Mcp(args) => (SearchFlags::default(), AnswerFlags::llm(args.llm.clone())),
+        Command::Serve(args) => (
+            args.rerank.clone().into(),
+            AnswerFlags::llm(args.llm.clone()),
+        ),
+        Command::Mcp(args) => (
+            args.rerank.clone().into(),
+            AnswerFlags::llm(args.llm.clone()),
+        ),
         _ => (SearchFlags::default(), AnswerFlags::default()),
     };
     let settings = Settings::resolve(&cli.settings, &search_flags, &answer_flags)?;

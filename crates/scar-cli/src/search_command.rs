@@ -28,7 +28,11 @@ pub fn run(settings: &Settings, query: &str, json: bool, full: bool) -> Result<E
 /// silently ignored: an index is searched with its own model.
 pub(crate) fn open_retriever(settings: &Settings) -> Result<Retriever> {
     let locator = ModelLocator::from_env(&settings.models_dir.value);
-    let retriever = Retriever::open(&settings.index.value, &locator, &settings.embed_options())?;
+    let mut retriever =
+        Retriever::open(&settings.index.value, &locator, &settings.embed_options())?;
+    if let Some(reranker) = settings.reranker(retriever.shared_embedder())? {
+        retriever = retriever.with_reranker(reranker);
+    }
     let built = &retriever.index().manifest().model.id;
     let asked = &settings.model.value;
     let same = built == asked
@@ -74,8 +78,14 @@ fn print_report(report: &SearchReport, full: bool) -> Result<()> {
         } else {
             "  (over budget)"
         };
+        let judged = seed.judged.map_or_else(String::new, |j| {
+            format!(
+                "  reranker {:.3} (first stage #{})",
+                j.score, j.first_stage_rank
+            )
+        });
         outln!(
-            "{} {}  cos(q,c) = {:.3}{bar}{status}",
+            "{} {}  cos(q,c) = {:.3}{judged}{bar}{status}",
             style(format!("seed #{}", seed.rank)).cyan().bold(),
             place(seed.id),
             seed.query_cos

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::Result;
 use scar_serve::{Library, LibraryOptions, http};
 
-use crate::settings::Settings;
+use crate::settings::{RerankFlags, Settings};
 
 // The comments are the help text, where flags and variables read best unquoted.
 #[allow(clippy::doc_markdown)]
@@ -30,6 +30,8 @@ pub struct ServeArgs {
     /// Local chat model for /v1/ask, loaded on the first question [env: SCAR_LLM] [default: SmolLM2-135M-Instruct]
     #[arg(long)]
     pub llm: Option<String>,
+    #[command(flatten)]
+    pub rerank: RerankFlags,
 }
 
 #[allow(clippy::doc_markdown)]
@@ -40,6 +42,8 @@ pub struct McpArgs {
     /// Local chat model for the `ask` tool, loaded on the first question [env: SCAR_LLM] [default: SmolLM2-135M-Instruct]
     #[arg(long)]
     pub llm: Option<String>,
+    #[command(flatten)]
+    pub rerank: RerankFlags,
 }
 
 fn open_library(settings: &Settings, indexes: &[PathBuf]) -> Result<Library> {
@@ -53,6 +57,8 @@ fn open_library(settings: &Settings, indexes: &[PathBuf]) -> Result<Library> {
         device: settings.device.value,
         precision: settings.precision.value,
         llm: settings.llm.value.clone(),
+        rerank: settings.rerank.value,
+        reranker: settings.reranker.value.clone(),
     };
     Ok(Library::open(&dirs, options)?)
 }

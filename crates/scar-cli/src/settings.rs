@@ -6,11 +6,14 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use scar_embed::{DeviceChoice, EmbedOptions, Precision};
+
+use scar_answer::{DEFAULT_CROSS_ENCODER, LlmLocator, RerankerModels, Reranking};
+use scar_embed::{DeviceChoice, EmbedOptions, Embedder, ModelLocator, Precision};
 use scar_policy::{Policy, PolicyKind, PolicySettings};
-use scar_retrieve::FirstStage;
+use scar_retrieve::{FirstStage, Rerank};
 use serde::Serialize;
 
 /// Where a setting's value came from.
@@ -90,9 +93,33 @@ pub struct SearchFlags {
     /// dense, bm25 or hybrid [env: SCAR_FIRST_STAGE] [default: hybrid]
     #[arg(long)]
     pub first_stage: Option<FirstStage>,
+    #[command(flatten)]
+    pub rerank: RerankFlags,
     /// Stop expanding when the context would pass this many tokens [env: SCAR_BUDGET_TOKENS]
     #[arg(long, allow_negative_numbers = true)]
     pub budget_tokens: Option<usize>,
+}
+
+/// The reranker, given on the command line (searches, answers and the servers).
+#[allow(clippy::doc_markdown)]
+#[derive(Debug, Default, Clone, clap::Args)]
+pub struct RerankFlags {
+    /// Judge the first stage's best 30 candidates again and take the seeds in its order: none, sentence (the candidate's sentence closest to the question), llm (the chat model's probability of "yes"; seconds per question) or cross-encoder (--reranker) [env: SCAR_RERANK] [default: none]
+    #[arg(long)]
+    pub rerank: Option<Reranking>,
+    /// Cross-encoder for `--rerank cross-encoder`: hub id or folder [env: SCAR_RERANKER] [default: cross-encoder/ms-marco-MiniLM-L-6-v2]
+    #[arg(long)]
+    pub reranker: Option<String>,
+}
+
+/// A server's search settings: the reranker alone (requests carry the rest).
+impl From<RerankFlags> for SearchFlags {
+    fn from(rerank: RerankFlags) -> Self {
+        Self {
+            rerank,
+            ..Self::default()
+        }
+    }
 }
 
 /// Answer settings given on the command line (`scar ask`).
@@ -153,6 +180,8 @@ pub struct Settings {
     pub gamma: Setting<f32>,
     pub parent_block: Setting<u32>,
     pub first_stage: Setting<FirstStage>,
+    pub rerank: Setting<Reranking>,
+    pub reranker: Setting<String>,
     pub budget_tokens: Setting<Option<usize>>,
     pub llm: Setting<String>,
     pub llm_url: Setting<Option<String>>,
@@ -379,6 +408,12 @@ impl Settings {
                 search.first_stage,
                 FirstStage::default(),
             )?,
+            rerank: layers.resolve("rerank", search.rerank.rerank, Reranking::default())?,
+            reranker: layers.resolve(
+                "reranker",
+                search.rerank.reranker.clone(),
+                DEFAULT_CROSS_ENCODER.to_owned(),
+            )?,
             budget_tokens: Setting {
                 value: budget.value.0,
                 source: budget.source,
@@ -482,6 +517,30 @@ impl Settings {
         EmbedOptions::new(self.device.value, self.precision.value)
     }
 
+    /// The judge the `rerank` setting names, loaded beside `embedder` (the index's model).
+    pub fn reranker(&self, embedder: Arc<Embedder>) -> Result<Option<Arc<dyn Rerank>>> {
+        self.open_reranker(self.rerank.value, embedder)
+    }
+
+    /// The judge `choice` names, from the models these settings name.
+    pub fn open_reranker(
+        &self,
+        choice: Reranking,
+        embedder: Arc<Embedder>,
+    ) -> Result<Option<Arc<dyn Rerank>>> {
+        let models = ModelLocator::from_env(&self.models_dir.value);
+        let llms = LlmLocator::from_env(&self.models_dir.value);
+        let embed = self.embed_options();
+        let sources = RerankerModels {
+            cross_encoder: &self.reranker.value,
+            models: &models,
+            llm: &self.llm.value,
+            llms: &llms,
+            embed: &embed,
+        };
+        Ok(choice.open(embedder, &sources)?)
+    }
+
     /// How answers are generated: the answer settings over the library's defaults.
     pub fn generation_params(&self) -> scar_answer::GenerationParams {
         scar_answer::GenerationParams {
@@ -522,6 +581,8 @@ impl Settings {
             row("gamma", &self.gamma),
             row("parent_block", &self.parent_block),
             row("first_stage", &self.first_stage),
+            row("rerank", &self.rerank),
+            row("reranker", &self.reranker),
             (
                 "budget_tokens",
                 self.budget_tokens

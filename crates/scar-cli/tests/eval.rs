@@ -22,6 +22,16 @@ fn quick_eval(out: &str, extra: &[&str]) -> (Value, std::path::PathBuf) {
     (serde_json::from_slice(&output.stdout).unwrap(), out)
 }
 
+/// The test `id` of the report's first stage.
+fn test_of<'a>(report: &'a Value, id: &Value) -> &'a Value {
+    report["stages"][0]["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| &t["id"] == id)
+        .unwrap()
+}
+
 /// The corpus, RFC 9293's benchmark and the output folder `out`, as `scar eval` arguments.
 fn rfc_benchmark(out: &std::path::Path) -> [std::ffi::OsString; 6] {
     [
@@ -193,8 +203,11 @@ fn check_comparisons(comparisons: &[Value]) {
 /// exactly the seeds of the whole-index search: a check of the document scope's first stages
 /// against the retriever's.
 #[test]
-fn the_neighbour_table_and_its_signals_are_written() {
-    let (report, out) = quick_eval("eval-quick-neighbours", &["--neighbours"]);
+fn the_neighbour_and_seed_tables_and_their_signals_are_written() {
+    let (report, out) = quick_eval(
+        "eval-quick-neighbours",
+        &["--neighbours", "--judges", "sentence"],
+    );
     let table = std::fs::read_to_string(out.join("neighbours.jsonl")).unwrap();
     let rows: Vec<Value> = table
         .lines()
@@ -219,12 +232,7 @@ fn the_neighbour_table_and_its_signals_are_written() {
         assert!(row["dense_rank"].as_u64().unwrap() >= 1, "{row}");
         assert!(row["seam_kind"].is_string(), "{row}");
         // A useful neighbour is one of the test's gold chunks.
-        let test = report["stages"][0]["tests"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["id"] == row["test"])
-            .unwrap();
+        let test = test_of(&report, &row["test"]);
         let gold = test["gold_chunks"].as_array().unwrap();
         assert_eq!(
             row["useful"].as_bool().unwrap(),
@@ -232,8 +240,39 @@ fn the_neighbour_table_and_its_signals_are_written() {
             "{row}"
         );
     }
+    // One row per seed, its gold flag the test's, its judge's score a cosine.
+    let seed_rows: Vec<Value> = std::fs::read_to_string(out.join("seeds.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(seed_rows.len(), seeds);
+    for row in &seed_rows {
+        let test = test_of(&report, &row["test"]);
+        let rank = row["rank"].as_u64().unwrap() as usize;
+        assert_eq!(test["seeds"][rank - 1], row["seed"], "{row}");
+        let gold = test["gold_chunks"].as_array().unwrap();
+        assert_eq!(
+            row["holds_gold"].as_bool().unwrap(),
+            gold.contains(&row["seed"]),
+            "{row}"
+        );
+        let sentence = number(&row["judges"]["sentence"]);
+        assert!((-1.0..=1.0).contains(&sentence), "{row}");
+    }
+    let signals = &report["stages"][0]["seed_signals"];
+    let judged = signals["signals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "judge: sentence")
+        .unwrap();
+    assert!((0.0..=1.0).contains(&number(&judged["auc_holds_gold"])));
+    assert_eq!(signals["times"][0]["name"], "sentence");
+    assert!(number(&signals["times"][0]["p95"]) >= number(&signals["times"][0]["p50"]));
     let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(markdown.contains("Neighbour signals"), "{markdown}");
+    assert!(markdown.contains("Which seeds hold evidence"), "{markdown}");
     assert!(
         std::fs::read(out.join("roc.png"))
             .unwrap()

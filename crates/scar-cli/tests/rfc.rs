@@ -184,6 +184,7 @@ fn json_output_follows_the_documented_schema() {
             "--budget-tokens",
             "300",
         ],
+        &["--rerank", "sentence"],
     ] {
         let report = search_json(rfc_index(), &query, extra);
         let errors: Vec<String> = validator
@@ -193,6 +194,19 @@ fn json_output_follows_the_documented_schema() {
         assert!(errors.is_empty(), "{extra:?}: {errors:#?}");
         assert_eq!(report["schema"], "scar.search/2");
     }
+    // A reranker's verdict stands beside every seed it chose, and its order is theirs.
+    let reranked = search_json(rfc_index(), &query, &["--rerank", "sentence"]);
+    let seeds = reranked["ledger"]["seeds"].as_array().unwrap();
+    let verdicts: Vec<f64> = seeds
+        .iter()
+        .map(|seed| seed["judged"]["score"].as_f64().unwrap())
+        .collect();
+    assert!(verdicts.windows(2).all(|w| w[0] >= w[1]), "{verdicts:?}");
+    assert!(
+        seeds
+            .iter()
+            .all(|s| s["judged"]["first_stage_rank"].as_u64() >= Some(1))
+    );
     // The schema is strict enough to catch a renamed field.
     let mut broken = search_json(rfc_index(), &query, &[]);
     broken["ledger"]["seeds"][0]["query_cosine"] = broken["ledger"]["seeds"][0]["query_cos"].take();

@@ -2,13 +2,13 @@
 //! little-endian f32 to OUT, and prints throughput as JSON. Driven by `scripts/bench-rerank`,
 //! which runs sentence-transformers' `CrossEncoder` on the same pairs.
 //!
-//! Usage: `rerank_throughput MODEL_DIR QUESTIONS.json BATCH_SIZE PRECISION OUT`, where the JSON
+//! Usage: `rerank_throughput MODEL_DIR QUESTIONS.json BATCH_SIZE DEVICE PRECISION OUT`, where the JSON
 //! is a list of `{"question": ..., "passages": [...]}`, each question scored against its own
 //! passages as a reranker scores a first stage's candidates.
 
 use std::time::Instant;
 
-use scar_embed::{CrossEncoder, DeviceChoice, EmbedOptions, ModelFiles};
+use scar_embed::{CrossEncoder, EmbedOptions, ModelFiles};
 
 // The same allocator as the `scar` binary (see its main.rs for why).
 #[global_allocator]
@@ -28,15 +28,16 @@ impl Question {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    let [_, model_dir, questions, batch_size, precision, out] = args.as_slice() else {
+    let [_, model_dir, questions, batch_size, device, precision, out] = args.as_slice() else {
         return Err(
-            "usage: rerank_throughput MODEL_DIR QUESTIONS.json BATCH_SIZE PRECISION OUT".into(),
+            "usage: rerank_throughput MODEL_DIR QUESTIONS.json BATCH_SIZE DEVICE PRECISION OUT"
+                .into(),
         );
     };
     let questions: Vec<Question> = serde_json::from_str(&std::fs::read_to_string(questions)?)?;
     let files = ModelFiles::from_dir(model_dir.as_str(), model_dir)?;
     let options = EmbedOptions {
-        device: DeviceChoice::Cpu,
+        device: device.parse()?,
         precision: precision.parse()?,
         batch_size: batch_size.parse()?,
         batch_tokens: usize::MAX,

@@ -11,7 +11,8 @@
 //!   texts are padded to the longest, with an additive mask.
 //!
 //! Weights load from the same safetensors names as `transformers`' `BertModel` (with or without
-//! a `bert.` prefix).
+//! a `bert.` prefix), and XLM-RoBERTa's (`roberta.`): the same encoder, its positions counted
+//! from the padding id + 1.
 
 use candle_core::{DType, Device, IndexOp, Module, Result, Tensor};
 use candle_nn::{Embedding, LayerNorm, VarBuilder};
@@ -32,6 +33,33 @@ pub(crate) struct Bert {
     layers: Vec<Layer>,
     heads: usize,
     activation: HiddenAct,
+    /// The position of a text's first token: 0, or XLM-RoBERTa's [`first_position`].
+    first_position: u32,
+}
+
+/// Whether `config` is an XLM-RoBERTa's (or a `RoBERTa`'s) rather than BERT's.
+pub(crate) fn is_roberta(config: &Config) -> bool {
+    matches!(
+        config.model_type.as_deref(),
+        Some("xlm-roberta" | "roberta")
+    )
+}
+
+/// The position of a text's first token: the `RoBERTa` family counts positions from the padding
+/// id + 1, as `transformers` does, BERT from 0.
+fn first_position(config: &Config) -> usize {
+    if is_roberta(config) {
+        config.pad_token_id + 1
+    } else {
+        0
+    }
+}
+
+/// The most tokens a text (special tokens included) may have: one per position after the first.
+pub(crate) fn max_tokens(config: &Config) -> usize {
+    config
+        .max_position_embeddings
+        .saturating_sub(first_position(config))
 }
 
 struct Layer {
@@ -58,9 +86,12 @@ impl Bert {
                 config.num_attention_heads
             );
         }
-        // Checkpoints saved from `BertForMaskedLM` and the like nest the encoder under `bert.`.
+        // Checkpoints saved from `BertForMaskedLM` and the like nest the encoder under `bert.`
+        // (`roberta.` for XLM-RoBERTa's).
         let vb = if vb.contains_tensor("embeddings.word_embeddings.weight") {
             vb.clone()
+        } else if is_roberta(config) {
+            vb.pp("roberta")
         } else {
             vb.pp("bert")
         };
@@ -91,6 +122,8 @@ impl Bert {
             layers,
             heads: config.num_attention_heads,
             activation: config.hidden_act,
+            first_position: u32::try_from(first_position(config))
+                .map_err(|_| candle_core::Error::Msg("the padding id is out of range".into()))?,
         })
     }
 
@@ -181,9 +214,10 @@ impl Bert {
         let device = self.words.embeddings().device();
         let lengths: Vec<usize> = texts.iter().map(|text| text.len()).collect();
         let ids = texts.concat();
+        let first = self.first_position;
         let positions: Vec<u32> = lengths
             .iter()
-            .flat_map(|&length| 0..length as u32)
+            .flat_map(|&length| first..first + length as u32)
             .collect();
         let tokens = ids.len();
         let words = self
@@ -232,7 +266,8 @@ impl Bert {
         let lengths: Vec<usize> = texts.iter().map(|text| text.len()).collect();
         let (batch, longest) = (texts.len(), lengths.iter().copied().max().unwrap_or(0));
         let ids = Tensor::from_vec(padded(texts, longest, pad_id), (batch, longest), device)?;
-        let positions = Tensor::arange(0u32, longest as u32, device)?;
+        let first = self.first_position;
+        let positions = Tensor::arange(first, first + longest as u32, device)?;
         let position_vectors = self.positions.forward(&positions)?;
         let words = self.words.forward(&ids)?;
         let embedded = match segments {
@@ -257,7 +292,9 @@ impl Bert {
         // Pooled in f32: a sum over hundreds of f16 rows loses precision and can overflow.
         let hidden = hidden.reshape((batch, longest, ()))?.to_dtype(DType::F32)?;
         match pooling {
-            Pooling::Cls => hidden.i((.., 0)),
+            // Contiguous: the first rows of a padded batch are strided, and CUDA's products
+            // (a cross-encoder's head) take contiguous inputs only.
+            Pooling::Cls => hidden.i((.., 0))?.contiguous(),
             Pooling::Mean => {
                 let real: Vec<f32> = lengths
                     .iter()
@@ -606,6 +643,8 @@ mod tests {
             .embed_padded(&texts, Some(&segments), 0, Pooling::Cls)
             .unwrap();
         assert!(max_difference(&packed, &padded) < 1e-5);
+        // A head's product runs on them as they are, on a GPU too.
+        assert!(packed.is_contiguous() && padded.is_contiguous());
         let one_segment = model.embed(&texts, 0, Pooling::Cls).unwrap();
         assert!(max_difference(&packed, &one_segment) > 1e-3);
         assert!(model.embed_pairs(&texts, &segments[..1], 0).is_err());

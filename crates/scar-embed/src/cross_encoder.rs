@@ -1,7 +1,8 @@
 //! Cross-encoders: BERT reading a question and a passage together, one text of two segments,
 //! with a classifier on its pooled `[CLS]` row, as transformers' `BertForSequenceClassification`
 //! and sentence-transformers' `CrossEncoder` run them (cross-encoder/ms-marco-MiniLM-L-6-v2 and
-//! its kin). A pair's score is the classifier's one logit: the higher, the more the passage
+//! its kin), or XLM-RoBERTa with its classification head (`XLMRobertaForSequenceClassification`:
+//! BAAI/bge-reranker-base and -v2-m3). A pair's score is the classifier's one logit: the higher, the more the passage
 //! answers the question. The encoder is the embedders' own, on the same kernels and precisions.
 
 use std::path::PathBuf;
@@ -11,16 +12,17 @@ use candle_nn::{Linear, VarBuilder};
 use candle_transformers::models::bert::Config as BertConfig;
 use tokenizers::{EncodeInput, Encoding, Tokenizer};
 
-use crate::bert::Bert;
+use crate::bert::{Bert, is_roberta, max_tokens};
 use crate::embedder::{compute, load_tokenizer, pack_batches, pad_id};
 use crate::model::{ModelFiles, read_json};
 use crate::weights::Safetensors;
 use crate::{EmbedError, EmbedOptions, Precision, Result};
 
-/// A BERT cross-encoder with one label, loaded on a device.
+/// A BERT or XLM-RoBERTa cross-encoder with one label, loaded on a device.
 pub struct CrossEncoder {
     model: Bert,
-    /// BERT's pooler: a dense layer and tanh on the `[CLS]` row.
+    /// BERT's pooler, or XLM-RoBERTa's first head layer: a dense layer and tanh on the first
+    /// token's row.
     pooler: Linear,
     /// One logit from the pooled row.
     classifier: Linear,
@@ -71,7 +73,7 @@ impl CrossEncoder {
                 ),
             });
         }
-        let tokenizer = load_tokenizer(&dir, config.max_position_embeddings)?;
+        let tokenizer = load_tokenizer(&dir, max_tokens(&config))?;
         let pad_id = pad_id(&tokenizer, &config);
         let model_error = |source| EmbedError::Model {
             dir: dir.clone(),
@@ -95,8 +97,15 @@ impl CrossEncoder {
                 Some(bias.to_dtype(DType::F32)?),
             ))
         };
-        let pooler = head("pooler.dense", config.hidden_size).map_err(model_error)?;
-        let classifier = head("classifier", 1).map_err(model_error)?;
+        // BERT pools with its pooler and classifies; XLM-RoBERTa's head is a dense layer (tanh
+        // after it too) and a projection, on the first token's row.
+        let (pooler, classifier) = if is_roberta(&config) {
+            ("classifier.dense", "classifier.out_proj")
+        } else {
+            ("pooler.dense", "classifier")
+        };
+        let pooler = head(pooler, config.hidden_size).map_err(model_error)?;
+        let classifier = head(classifier, 1).map_err(model_error)?;
         Ok(Self {
             model,
             pooler,

@@ -1,7 +1,8 @@
-//! The cross-encoder against transformers' `BertForSequenceClassification` and
-//! sentence-transformers' `CrossEncoder` loading the same files (a model of
-//! cross-encoder/ms-marco-MiniLM-L-6-v2's config with random weights), written by
-//! `scripts/reference-rerank-scores.py`: the same logit for every pair, to 1e-4 in f32.
+//! The cross-encoder against transformers' `AutoModelForSequenceClassification` and
+//! sentence-transformers' `CrossEncoder` loading the same files, written by
+//! `scripts/reference-rerank-scores.py`: the same logit for every pair, to 1e-4 in f32. Two models
+//! with random weights: BERT of cross-encoder/ms-marco-MiniLM-L-6-v2's config, and XLM-RoBERTa
+//! of BAAI/bge-reranker-base's (two of its layers, the test tokenizer's vocabulary).
 
 use scar_embed::{CrossEncoder, DeviceChoice, EmbedOptions, ModelFiles, Precision};
 use serde::Deserialize;
@@ -20,26 +21,30 @@ struct Case {
     score: f32,
 }
 
-fn fixture() -> Fixture {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/ms-marco-minilm-shape-reference.json"
+/// The BERT cross-encoder's folder under `models/`.
+const BERT: &str = "ms-marco-minilm-shape";
+/// The XLM-RoBERTa one's.
+const XLM_ROBERTA: &str = "bge-reranker-base-shape-2l";
+
+fn fixture(model: &str) -> Fixture {
+    let path = format!(
+        "{}/tests/fixtures/{model}-reference.json",
+        env!("CARGO_MANIFEST_DIR")
     );
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-fn cross_encoder(precision: Precision) -> CrossEncoder {
-    let files = ModelFiles::from_dir(
-        "ms-marco-minilm-shape",
-        models_dir().join("ms-marco-minilm-shape"),
-    )
-    .unwrap_or_else(|e| panic!("{e}: run scripts/fetch-test-models first"));
+fn cross_encoder(model: &str, precision: Precision) -> CrossEncoder {
+    let files = ModelFiles::from_dir(model, models_dir().join(model))
+        .unwrap_or_else(|e| panic!("{e}: run scripts/fetch-test-models first"));
     CrossEncoder::load(&files, &EmbedOptions::new(DeviceChoice::Cpu, precision)).unwrap()
 }
 
-/// Every pair's score within `tolerance` of the reference's, scored a question at a time.
-fn assert_agrees(model: &CrossEncoder, tolerance: f32) {
-    let fixture = fixture();
+/// Every pair's score within `tolerance` of the reference's for `model`, scored a question at a
+/// time.
+fn assert_agrees(model: &str, precision: Precision, tolerance: f32) {
+    let fixture = fixture(model);
+    let model = cross_encoder(model, precision);
     let mut questions: Vec<&str> = fixture.cases.iter().map(|c| c.question.as_str()).collect();
     questions.dedup();
     for question in questions {
@@ -64,15 +69,20 @@ fn assert_agrees(model: &CrossEncoder, tolerance: f32) {
 
 #[test]
 fn scores_are_pytorchs_in_f32() {
-    assert_agrees(&cross_encoder(Precision::F32), 1e-4);
+    assert_agrees(BERT, Precision::F32, 1e-4);
+}
+
+#[test]
+fn xlm_roberta_scores_are_pytorchs_in_f32() {
+    assert_agrees(XLM_ROBERTA, Precision::F32, 1e-4);
 }
 
 #[test]
 fn scores_in_the_default_precision_are_close_to_f32s() {
     // bf16 or int8 where the CPU has them.
-    let fast = cross_encoder(Precision::Auto);
-    let exact = cross_encoder(Precision::F32);
-    let fixture = fixture();
+    let fast = cross_encoder(BERT, Precision::Auto);
+    let exact = cross_encoder(BERT, Precision::F32);
+    let fixture = fixture(BERT);
     let question = fixture.cases[0].question.as_str();
     let passages: Vec<&str> = fixture
         .cases
@@ -90,7 +100,7 @@ fn scores_in_the_default_precision_are_close_to_f32s() {
 #[test]
 fn a_model_with_two_labels_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let source = models_dir().join("ms-marco-minilm-shape");
+    let source = models_dir().join(BERT);
     for file in ["config.json", "tokenizer.json", "model.safetensors"] {
         std::fs::copy(source.join(file), dir.path().join(file)).unwrap();
     }

@@ -298,6 +298,8 @@ pub(crate) fn small_report() -> EvalReport {
         depth_sweep: vec![],
         tests: vec![],
         neighbours: vec![],
+        seeds: vec![],
+        seed_signals: None,
     };
     EvalReport {
         schema: crate::SCHEMA_VERSION.to_owned(),

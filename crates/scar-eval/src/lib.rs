@@ -62,6 +62,7 @@ mod options;
 mod plot;
 mod report;
 mod run;
+mod seeds;
 mod signals;
 mod stats;
 mod write;
@@ -87,6 +88,7 @@ pub use report::{
     StageResult, SweepPoint, TestRecord,
 };
 pub use run::{Progress, evaluate};
+pub use seeds::{JudgeTime, SeedJudge, SeedReport, SeedRow, SeedSignal};
 pub use signals::{Quartiles, SIGNALS, SignalReport, SignalSummary, auc, roc, summarize};
 pub use stats::{DEFAULT_SEED, PairedBootstrap, SplitMix64, paired_bootstrap};
 pub use write::write_report;

@@ -9,6 +9,7 @@ use crate::metrics::{Group, GroupMetrics};
 use crate::options::{EVIDENCE, SCAR_1, STATIC_1, Scope};
 use crate::plot::LEGEND;
 use crate::report::{EvalReport, StageResult};
+use crate::seeds::SeedReport;
 use crate::signals::{Quartiles, SignalReport, summarize};
 
 impl EvalReport {
@@ -86,6 +87,14 @@ impl EvalReport {
                     stage.first_stage
                 );
                 out.push_str(&signals_section(&signals));
+            }
+            if let Some(seeds) = &stage.seed_signals {
+                let _ = writeln!(
+                    out,
+                    "\n## Which seeds hold evidence, first stage {} (`seeds.jsonl`)\n",
+                    stage.first_stage
+                );
+                out.push_str(&seeds_section(seeds));
             }
         }
         let _ = writeln!(
@@ -394,6 +403,42 @@ fn boundary_means<'a>(stage: &'a StageResult, key: &str) -> Option<&'a GroupMetr
     stage.policy(key)?.group(Group::Boundary)
 }
 
+/// `q1 / median / q3`, as the signal tables show them.
+fn quartiles(q: &Quartiles) -> String {
+    format!("{:.3} / {:.3} / {:.3}", q.q1, q.median, q.q3)
+}
+
+/// The seed signals' section for one stage.
+fn seeds_section(report: &SeedReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} seeds, {} of them holding gold, {} with a neighbour one step away that holds gold \
+         they do not.\n",
+        report.seeds, report.holding, report.with_useful_neighbour
+    );
+    out += "| signal | AUC: holds gold | AUC: useful neighbour | holding: q1 / median / q3 | others: q1 / median / q3 |\n";
+    out += "| --- | ---: | ---: | --- | --- |\n";
+    for s in &report.signals {
+        let _ = writeln!(
+            out,
+            "| {} | {:.3} | {:.3} | {} | {} |",
+            s.name,
+            s.auc_holds_gold,
+            s.auc_useful_neighbour,
+            quartiles(&s.holding),
+            quartiles(&s.other)
+        );
+    }
+    if !report.times.is_empty() {
+        out += "\n| judge | seconds per question: p50 | p95 |\n| --- | ---: | ---: |\n";
+        for time in &report.times {
+            let _ = writeln!(out, "| {} | {:.3} | {:.3} |", time.name, time.p50, time.p95);
+        }
+    }
+    out
+}
+
 /// The neighbour signals' section for one stage.
 fn signals_section(report: &SignalReport) -> String {
     let mut out = String::new();
@@ -406,14 +451,13 @@ fn signals_section(report: &SignalReport) -> String {
     out += "| signal | ROC AUC | useful: q1 / median / q3 | others: q1 / median / q3 |\n";
     out += "| --- | ---: | --- | --- |\n";
     for s in &report.signals {
-        let q = |q: &Quartiles| format!("{:.3} / {:.3} / {:.3}", q.q1, q.median, q.q3);
         let _ = writeln!(
             out,
             "| {} | {:.3} | {} | {} |",
             s.name,
             s.auc,
-            q(&s.useful),
-            q(&s.other)
+            quartiles(&s.useful),
+            quartiles(&s.other)
         );
     }
     let (fpr, tpr) = report.paper_point;

@@ -5,6 +5,7 @@ use scar_policy::Policy;
 use scar_retrieve::FirstStage;
 use serde::{Deserialize, Serialize};
 
+use crate::seeds::SeedJudge;
 use crate::stats::DEFAULT_SEED;
 use crate::{EvalError, Result};
 
@@ -143,8 +144,11 @@ pub struct EvalOptions {
     pub scope: Scope,
     /// Whether the tests are a quick subset (recorded in the report).
     pub quick: bool,
-    /// Whether to gather the per-neighbour table.
+    /// Whether to gather the per-neighbour and per-seed tables.
     pub neighbour_table: bool,
+    /// Judges of the seeds, each scoring every seed in the per-seed table (with
+    /// `neighbour_table`).
+    pub seed_judges: Vec<SeedJudge>,
 }
 
 impl Default for EvalOptions {
@@ -169,6 +173,7 @@ impl Default for EvalOptions {
             scope: Scope::Index,
             quick: false,
             neighbour_table: false,
+            seed_judges: Vec::new(),
         }
     }
 }
@@ -182,6 +187,11 @@ impl EvalOptions {
         }
         if self.first_stages.is_empty() {
             return bad("name at least one first stage".into());
+        }
+        if !self.seed_judges.is_empty() && !self.neighbour_table {
+            return bad(
+                "judges of the seeds are measured in the per-seed table: ask for it".into(),
+            );
         }
         if self.policies.is_empty() {
             return bad("name at least one policy".into());

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::metrics::{Group, GroupMetrics, TestScore};
 use crate::neighbours::NeighbourRow;
 use crate::options::{NamedPolicy, Scope};
+use crate::seeds::{SeedReport, SeedRow};
 use crate::stats::PairedBootstrap;
 
 /// Version of the JSON layout of [`EvalReport`]; bumped on any incompatible change.
@@ -106,6 +107,13 @@ pub struct StageResult {
     /// Every neighbour of every seed with its signals, when asked for.
     #[serde(skip)]
     pub neighbours: Vec<NeighbourRow>,
+    /// Every seed with the first stage's signals and each judge's score, with the neighbours.
+    #[serde(skip)]
+    pub seeds: Vec<SeedRow>,
+    /// How well each signal and judge tells the seeds that hold evidence, with the judges'
+    /// times, with the neighbours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed_signals: Option<SeedReport>,
 }
 
 impl StageResult {

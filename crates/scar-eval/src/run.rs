@@ -262,6 +262,8 @@ impl<'a> Runner<'a> {
             vec![Vec::with_capacity(self.tests.len()); self.depth_sweep.len()];
         let mut records = Vec::with_capacity(self.tests.len());
         let mut neighbours = Vec::new();
+        let mut seeds = Vec::new();
+        let mut judge_seconds: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         let mut seams = crate::neighbours::SeamCache::default();
         for test in self.tests {
             let retrieve = |source| EvalError::Retrieve {
@@ -288,6 +290,18 @@ impl<'a> Runner<'a> {
                     &mut seams,
                     (self.options.scope == Scope::Document).then_some(test.documents.as_slice()),
                 )?);
+                let (rows, seconds) = crate::seeds::rows(
+                    self.retriever,
+                    &prepared,
+                    test.id,
+                    test.group,
+                    test.gold.chunks(),
+                    &self.options.seed_judges,
+                )?;
+                seeds.extend(rows);
+                for (judge, seconds) in seconds {
+                    judge_seconds.entry(judge).or_default().push(seconds);
+                }
             }
             let run = |options: &Options| -> Result<TestScore> {
                 let ledger = self
@@ -331,6 +345,8 @@ impl<'a> Runner<'a> {
             depth_sweep: self.depth_results(&depth_scores),
             tests: records,
             neighbours,
+            seed_signals: crate::seeds::summarize(&seeds, &judge_seconds),
+            seeds,
         })
     }
 

@@ -179,7 +179,7 @@ fn same_value(a: &(f64, bool), b: &(f64, bool)) -> bool {
     a.0.total_cmp(&b.0).is_eq()
 }
 
-fn quartiles(values: &[f64]) -> Quartiles {
+pub(crate) fn quartiles(values: &[f64]) -> Quartiles {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
     let at = |q: f64| {

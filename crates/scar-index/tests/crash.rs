@@ -109,9 +109,20 @@ fn killed_indexing_never_corrupts_the_index() {
         &tiny_bert(),
         &IndexOptions::default(),
     );
-    assert!(report.is_complete(), "{report:#?}");
+    // Every file is indexed, but for any that two kills in a row caught mid-read (the next run
+    // reads such a file last, so a late kill can land on it again): the process died reading it
+    // twice, the rule for skipping a file until it changes.
+    let died_in = |reason: &str| reason.contains("the process ended while reading it, twice");
+    assert!(
+        2 * report.skipped.len() <= kills && report.skipped.iter().all(|s| died_in(&s.reason)),
+        "{report:#?}"
+    );
+    assert!(
+        report.warnings.is_empty() && !report.cancelled,
+        "{report:#?}"
+    );
     let index = Index::open(dir.path()).unwrap();
-    assert_eq!(index.documents().len(), 150);
+    assert_eq!(index.documents().len() + report.skipped.len(), 150);
     assert_eq!(index.catalog().dead_rows(), 0);
     assert_consistent(&index);
     eprintln!(

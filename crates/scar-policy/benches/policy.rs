@@ -52,6 +52,7 @@ fn policy(c: &mut Criterion) {
             .map(|rank| Seed {
                 id: ChunkId((random.next() % total) as u32),
                 score: 1.0 / (rank + 1) as f32,
+                judged: None,
             })
             .collect();
         // Rankings as deep as the retriever draws them, in a random order.

@@ -18,6 +18,19 @@ pub struct Seed {
     pub id: ChunkId,
     /// Its first-stage score, recorded but not used by the policies.
     pub score: f32,
+    /// What the reranker that chose it from the first stage's candidates said, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judged: Option<Judgement>,
+}
+
+/// A reranker's verdict on a seed it chose.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Judgement {
+    /// The reranker's score, higher is better, on its own scale (a cross-encoder's logit, a
+    /// probability, a cosine).
+    pub score: f32,
+    /// The seed's rank in the first stage's list, from 1, before the reranker reordered it.
+    pub first_stage_rank: usize,
 }
 
 const SIDES: [Side; 2] = [Side::Previous, Side::Next];
@@ -189,6 +202,7 @@ impl<S: ChunkSource + ?Sized> Expander<'_, S> {
             id: seed.id,
             rank,
             score: seed.score,
+            judged: seed.judged,
             query_cos,
             bar: None,
             bar_rank: None,
@@ -445,7 +459,13 @@ mod tests {
     }
 
     fn seeds(ids: &[ChunkId]) -> Vec<Seed> {
-        ids.iter().map(|&id| Seed { id, score: 1.0 }).collect()
+        ids.iter()
+            .map(|&id| Seed {
+                id,
+                score: 1.0,
+                judged: None,
+            })
+            .collect()
     }
 
     fn run(source: &MemorySource, query: &[f32], seed_ids: &[ChunkId], policy: Policy) -> Ledger {

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use scar_core::SeamKind;
 
-use crate::{Policy, Side};
+use crate::{Judgement, Policy, Side};
 
 /// The full account of one expansion.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,10 +48,14 @@ impl Ledger {
 pub struct SeedRecord {
     /// The seed chunk.
     pub id: ChunkId,
-    /// Its first-stage rank, from 1; ranks of ignored duplicate seeds are skipped.
+    /// Its rank among the seeds, from 1 (the reranker's order when one chose them); ranks of
+    /// ignored duplicate seeds are skipped.
     pub rank: usize,
     /// Its first-stage score, as given.
     pub score: f32,
+    /// The reranker's verdict, when one chose the seeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judged: Option<Judgement>,
     /// cos(query, seed).
     pub query_cos: f32,
     /// The bar this seed's neighbours must pass: SCAR's γ·max(cos(q, c), 0), or the evidence

@@ -82,7 +82,7 @@
 //!     MemoryChunk::new(vec![1.0, 0.0], 20),   // the retrieved chunk
 //!     MemoryChunk::new(vec![0.96, 0.28], 15), // its continuation
 //! ]);
-//! let seeds = [Seed { id: ids[1], score: 0.9 }];
+//! let seeds = [Seed { id: ids[1], score: 0.9, judged: None }];
 //! let options = Options::new(Policy::scar(1))?;
 //! let ledger = expand(&source, &[1.0, 0.0], &seeds, &Rankings::default(), &options)?;
 //!
@@ -107,7 +107,7 @@ mod source;
 mod properties;
 
 pub use error::{PolicyError, Result, VectorProblem};
-pub use expand::{Seed, expand};
+pub use expand::{Judgement, Seed, expand};
 pub use ledger::{Ledger, NeighbourRecord, Outcome, ParentScope, SeedRecord};
 pub use policy::{Options, Policy, PolicyKind, PolicySettings};
 pub use rankings::{RRF_K, Rankings, fused_score};

@@ -53,6 +53,7 @@ fn case() -> impl Strategy<Value = Case> {
             .map(|(pick, score)| Seed {
                 id: ChunkId(pick.index(source.len()) as u32),
                 score,
+                judged: None,
             })
             .collect();
         let order = |picks: Vec<Index>| {

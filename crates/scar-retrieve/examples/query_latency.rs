@@ -148,7 +148,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let seeds: Vec<Seed> = hits
                 .iter()
                 .take(5)
-                .map(|&(id, score)| Seed { id, score })
+                .map(|&(id, score)| Seed {
+                    id,
+                    score,
+                    judged: None,
+                })
                 .collect();
             let rankings = Rankings::new(hits.iter().map(|(id, _)| *id), [], 500, rows as usize);
             let started = Instant::now();

@@ -37,6 +37,9 @@ pub enum RetrieveError {
         /// How many of them were not a number.
         not_numbers: usize,
     },
+    /// A reranker failed on its own terms (its model, its tokenizer).
+    #[error("the reranker failed")]
+    Rerank(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The store has no chunk by an id its own first stage gave.
     #[error("the index has no chunk {0}, though its search found it")]
     UnknownChunk(scar_core::ChunkId),

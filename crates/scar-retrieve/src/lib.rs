@@ -26,6 +26,7 @@ mod comparison;
 mod error;
 mod report;
 mod rerank;
+mod sentences;
 mod store;
 
 use std::collections::HashMap;
@@ -38,17 +39,23 @@ use std::time::{Duration, Instant};
 use scar_core::ChunkId;
 use scar_embed::{EmbedOptions, Embedder, ModelLocator};
 use scar_index::Index;
-use scar_policy::{Ledger, Options, RRF_K, Rankings, Seed, expand};
+use scar_policy::{Judgement, Ledger, Options, RRF_K, Rankings, Seed, expand};
 use serde::{Deserialize, Serialize};
 
 pub use comparison::{BASELINE, Comparison, ContextSize, baseline_options};
 pub use error::{Result, RetrieveError};
 pub use report::{ChunkPlace, ContextChunk, SCHEMA_VERSION, SearchReport, Timings};
 pub use rerank::{Candidate, Rerank};
+pub use sentences::BestSentence;
 pub use store::{ChunkStore, StoredChunk};
 
 /// Seeds per question unless asked otherwise.
 pub const DEFAULT_K: usize = 5;
+
+/// How many of the first stage's best candidates a reranker judges (k, when k is more): a
+/// cross-encoder the size of ms-marco-MiniLM-L-6-v2 reads 30 in 0.7 s on 2 cores (45.8 pairs/s,
+/// docs/PERFORMANCE.md, "Reranking").
+pub const RERANK_CANDIDATES: usize = 30;
 
 /// How deep the dense and BM25 rankings go, per seed: deep enough for the evidence walk at any
 /// depth up to 50 × k.
@@ -284,9 +291,11 @@ impl<S: ChunkStore> Retriever<S> {
             .into_iter()
             .map(|(id, score)| Candidate { id, score })
             .collect();
+        let mut judgements: Vec<Option<Judgement>> = vec![None; candidates.len()];
         if let Some(reranker) = &self.reranker {
+            candidates.truncate(k.max(RERANK_CANDIDATES));
             let scores = reranker.score(query, &candidates, &self.store)?;
-            candidates = rerank::reorder(candidates, scores)?;
+            (candidates, judgements) = rerank::reorder(candidates, scores)?;
         }
         let rankings = Rankings::new(
             dense.iter().map(|(id, _)| *id),
@@ -297,8 +306,9 @@ impl<S: ChunkStore> Retriever<S> {
         let first_stage_time = started.elapsed();
         let seeds = candidates
             .into_iter()
+            .zip(judgements)
             .take(k)
-            .map(|Candidate { id, score }| Seed { id, score })
+            .map(|(Candidate { id, score }, judged)| Seed { id, score, judged })
             .collect();
         Ok(Prepared {
             query: query.to_owned(),

@@ -5,6 +5,7 @@ use std::fmt;
 
 use scar_core::ChunkId;
 use scar_embed::CrossEncoder;
+use scar_policy::Judgement;
 
 use crate::{ChunkStore, Result, RetrieveError};
 
@@ -61,8 +62,8 @@ pub struct Candidate {
 /// ```
 pub trait Rerank: Send + Sync + fmt::Debug {
     /// One score per candidate, in the candidates' order, higher is better. `candidates` are
-    /// the first stage's best 4 × k (at least 50, fewer when fewer chunks are searched), best
-    /// first; `store` holds their text ([`ChunkStore::chunk`]). Candidates scored alike keep the
+    /// the first stage's best [`RERANK_CANDIDATES`](crate::RERANK_CANDIDATES) (k, when k is
+    /// more; fewer when fewer chunks are searched), best first; `store` holds their text ([`ChunkStore::chunk`]). Candidates scored alike keep the
     /// first stage's order.
     fn score(
         &self,
@@ -84,14 +85,10 @@ impl Rerank for CrossEncoder {
         let passages = candidates
             .iter()
             .map(|candidate| {
-                let chunk = store
+                store
                     .chunk(candidate.id)
-                    .ok_or(RetrieveError::UnknownChunk(candidate.id))?;
-                Ok(if chunk.heading_path.is_empty() {
-                    chunk.text
-                } else {
-                    format!("{}\n{}", chunk.heading_path, chunk.text)
-                })
+                    .map(|chunk| chunk.passage())
+                    .ok_or(RetrieveError::UnknownChunk(candidate.id))
             })
             .collect::<Result<Vec<String>>>()?;
         let passages: Vec<&str> = passages.iter().map(String::as_str).collect();
@@ -99,8 +96,12 @@ impl Rerank for CrossEncoder {
     }
 }
 
-/// `candidates` ordered by `scores`, one per candidate, each candidate carrying its new score.
-pub(crate) fn reorder(candidates: Vec<Candidate>, scores: Vec<f32>) -> Result<Vec<Candidate>> {
+/// `candidates` ordered by `scores`, one per candidate, each with its first-stage score and, beside
+/// it, the reranker's score and the candidate's first-stage rank.
+pub(crate) fn reorder(
+    candidates: Vec<Candidate>,
+    scores: Vec<f32>,
+) -> Result<(Vec<Candidate>, Vec<Option<Judgement>>)> {
     let not_numbers = scores.iter().filter(|score| score.is_nan()).count();
     if scores.len() != candidates.len() || not_numbers > 0 {
         return Err(RetrieveError::RerankScores {
@@ -109,15 +110,25 @@ pub(crate) fn reorder(candidates: Vec<Candidate>, scores: Vec<f32>) -> Result<Ve
             not_numbers,
         });
     }
-    let mut reranked: Vec<Candidate> = candidates
+    let mut reranked: Vec<(Candidate, Judgement)> = candidates
         .into_iter()
         .zip(scores)
-        .map(|(candidate, score)| Candidate { score, ..candidate })
+        .enumerate()
+        .map(|(at, (candidate, score))| {
+            let judged = Judgement {
+                score,
+                first_stage_rank: at + 1,
+            };
+            (candidate, judged)
+        })
         .collect();
     // Stable: a reranker that cannot tell two candidates apart leaves them as the first stage
     // ranked them.
-    reranked.sort_by(|a, b| b.score.total_cmp(&a.score));
-    Ok(reranked)
+    reranked.sort_by(|a, b| b.1.score.total_cmp(&a.1.score));
+    Ok(reranked
+        .into_iter()
+        .map(|(candidate, judged)| (candidate, Some(judged)))
+        .unzip())
 }
 
 #[cfg(test)]
@@ -139,16 +150,21 @@ mod tests {
     }
 
     #[test]
-    fn candidates_take_the_reranker_s_order_and_scores() {
-        let reranked = reorder(candidates(&[7, 3, 9]), vec![0.1, 0.2, 0.3]).unwrap();
+    fn candidates_take_the_reranker_s_order_and_keep_their_first_stage_place() {
+        let (reranked, judged) = reorder(candidates(&[7, 3, 9]), vec![0.1, 0.2, 0.3]).unwrap();
         assert_eq!(ids(&reranked), [9, 3, 7]);
-        let scores: Vec<f32> = reranked.iter().map(|candidate| candidate.score).collect();
-        assert_eq!(scores, [0.3, 0.2, 0.1]);
+        let first_stage: Vec<f32> = reranked.iter().map(|candidate| candidate.score).collect();
+        assert_eq!(first_stage, [1.0 / 3.0, 0.5, 1.0]);
+        let judged: Vec<(f32, usize)> = judged
+            .iter()
+            .map(|j| j.map(|j| (j.score, j.first_stage_rank)).unwrap())
+            .collect();
+        assert_eq!(judged, [(0.3, 3), (0.2, 2), (0.1, 1)]);
     }
 
     #[test]
     fn candidates_scored_alike_keep_the_first_stage_s_order() {
-        let reranked = reorder(candidates(&[7, 3, 9, 4]), vec![0.0, 0.0, 1.0, 0.0]).unwrap();
+        let (reranked, _) = reorder(candidates(&[7, 3, 9, 4]), vec![0.0, 0.0, 1.0, 0.0]).unwrap();
         assert_eq!(ids(&reranked), [9, 7, 3, 4]);
     }
 

@@ -79,6 +79,19 @@ pub struct StoredChunk {
     pub text: String,
 }
 
+impl StoredChunk {
+    /// The chunk as a judge reads it beside a question: its heading path, when it has one, on
+    /// the line before its text.
+    #[must_use]
+    pub fn passage(&self) -> String {
+        if self.heading_path.is_empty() {
+            self.text.clone()
+        } else {
+            format!("{}\n{}", self.heading_path, self.text)
+        }
+    }
+}
+
 impl ChunkStore for Index {
     fn location(&self) -> String {
         self.dir().display().to_string()

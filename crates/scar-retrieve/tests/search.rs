@@ -11,7 +11,8 @@ use scar_core::ChunkId;
 use scar_index::Index;
 use scar_policy::{Options, Policy, Seed};
 use scar_retrieve::{
-    BASELINE, Candidate, ChunkStore, ContextSize, FirstStage, Prepared, Rerank, Result, Retriever,
+    BASELINE, BestSentence, Candidate, ChunkStore, ContextSize, FirstStage, Prepared, Rerank,
+    Result, Retriever,
 };
 use scar_test_support::{example_index, minilm};
 
@@ -183,8 +184,14 @@ fn a_reranker_that_keeps_the_first_stage_s_order_changes_nothing() {
     for stage in [FirstStage::Dense, FirstStage::Bm25, FirstStage::Hybrid] {
         let mut ours = reranked.prepare(KAYAK, stage, 3).unwrap();
         let theirs = retriever().prepare(KAYAK, stage, 3).unwrap();
-        // Only the time each took may differ.
+        // Only the time each took may differ, and each seed carries the verdict: the score it
+        // had, at the place it had.
         (ours.embed_time, ours.first_stage_time) = (theirs.embed_time, theirs.first_stage_time);
+        for (rank, seed) in ours.seeds.iter_mut().enumerate() {
+            let judged = seed.judged.take().unwrap();
+            assert_eq!(judged.score.to_bits(), seed.score.to_bits());
+            assert_eq!(judged.first_stage_rank, rank + 1);
+        }
         assert_eq!(ours, theirs, "{stage}");
         // Without a reranker, the seeds are the best of the same candidates.
         let given = agree.given.lock().unwrap();
@@ -203,7 +210,11 @@ fn a_reranker_s_order_chooses_the_seeds_and_its_scores_go_with_them() {
         .unwrap();
     let backwards: Vec<ChunkId> = candidates.iter().rev().take(3).map(|c| c.id).collect();
     assert_eq!(ids(&reversed.seeds), backwards);
-    let scores: Vec<f32> = reversed.seeds.iter().map(|seed| seed.score).collect();
+    let scores: Vec<f32> = reversed
+        .seeds
+        .iter()
+        .map(|seed| seed.judged.unwrap().score)
+        .collect();
     assert_eq!(scores, [last, last - 1, last - 2].map(|rank| rank as f32));
 
     // The last candidate, found by its text, comes first; the others keep their order.
@@ -261,6 +272,35 @@ fn a_cross_encoder_chooses_the_seeds_by_its_scores() {
         .zip(scores)
         .collect();
     best.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let chosen: Vec<(ChunkId, f32)> = seeds.iter().map(|seed| (seed.id, seed.score)).collect();
+    let chosen: Vec<(ChunkId, f32)> = seeds
+        .iter()
+        .map(|seed| (seed.id, seed.judged.unwrap().score))
+        .collect();
     assert_eq!(chosen, best[..3]);
+    // Each seed keeps its place and score in the first stage's list beside the verdict.
+    for seed in &seeds {
+        let rank = seed.judged.unwrap().first_stage_rank;
+        assert_eq!(candidates[rank - 1].id, seed.id);
+        assert_eq!(candidates[rank - 1].score.to_bits(), seed.score.to_bits());
+    }
+}
+
+#[test]
+fn the_sentence_judge_finds_the_chunk_that_says_the_fee() {
+    let judge = BestSentence::new(retriever().shared_embedder());
+    let candidates = kayak_candidates(5);
+    let index = retriever().index();
+    let scores = judge.score(KAYAK, &candidates, index).unwrap();
+    assert_eq!(scores.len(), candidates.len());
+    assert!(
+        scores.iter().all(|s| (-1.0..=1.0).contains(s)),
+        "{scores:?}"
+    );
+    let best = candidates
+        .iter()
+        .zip(&scores)
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(candidate, _)| index.chunk(candidate.id).unwrap().text.to_lowercase())
+        .unwrap();
+    assert!(best.contains("kayak"), "{best}");
 }

@@ -15,6 +15,8 @@
 //!     device: DeviceChoice::Auto,
 //!     precision: Precision::Auto,
 //!     llm: scar_answer::DEFAULT_LLM.to_owned(),
+//!     rerank: scar_answer::Reranking::None,
+//!     reranker: scar_answer::DEFAULT_CROSS_ENCODER.to_owned(),
 //! };
 //! let library = Arc::new(Library::open(&["my-index".into()], options)?);
 //! let router = http::router(library, &http::HttpOptions::default());

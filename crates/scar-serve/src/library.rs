@@ -9,10 +9,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
-use scar_answer::{Generator, LlmLocator, LoadOptions, LocalModel};
+use scar_answer::{Generator, LlmLocator, LoadOptions, LocalModel, RerankerModels, Reranking};
 use scar_embed::{DeviceChoice, EmbedOptions, Embedder, ModelLocator, Precision};
 use scar_index::Index;
-use scar_retrieve::Retriever;
+use scar_retrieve::{Rerank, Retriever};
 use serde::Serialize;
 
 use crate::{Result, ServeError};
@@ -29,6 +29,11 @@ pub struct LibraryOptions {
     /// The chat model for `ask`: a GGUF file, a folder or a known name (see
     /// [`LlmLocator`]); loaded on the first question.
     pub llm: String,
+    /// The judge that re-scores each search's first-stage candidates, if any; loaded when the
+    /// library opens.
+    pub rerank: Reranking,
+    /// The cross-encoder for [`Reranking::CrossEncoder`]: a hub id or a folder.
+    pub reranker: String,
 }
 
 /// One served index.
@@ -84,7 +89,10 @@ impl Library {
             return Err(ServeError::NoIndex);
         }
         let locator = ModelLocator::from_env(&options.models_dir);
+        let llms = LlmLocator::from_env(&options.models_dir);
         let mut models: HashMap<String, Arc<Embedder>> = HashMap::new();
+        // One judge per embedding model (the sentence judge embeds with it).
+        let mut rerankers: HashMap<String, Option<Arc<dyn Rerank>>> = HashMap::new();
         let mut indexes: Vec<Served> = Vec::new();
         for dir in dirs {
             let index = Index::open(dir).map_err(|e| ServeError::open(dir, e))?;
@@ -105,8 +113,29 @@ impl Library {
                 models.insert(model.id.clone(), Arc::clone(&embedder));
                 embedder
             };
-            let retriever =
+            let reranker = if let Some(reranker) = rerankers.get(&model.id) {
+                reranker.clone()
+            } else {
+                let embed = EmbedOptions::new(options.device, options.precision);
+                let sources = RerankerModels {
+                    cross_encoder: &options.reranker,
+                    models: &locator,
+                    llm: &options.llm,
+                    llms: &llms,
+                    embed: &embed,
+                };
+                let reranker = options
+                    .rerank
+                    .open(Arc::clone(&embedder), &sources)
+                    .map_err(|e| ServeError::open(dir, e))?;
+                rerankers.insert(model.id.clone(), reranker.clone());
+                reranker
+            };
+            let mut retriever =
                 Retriever::with_shared(embedder, index).map_err(|e| ServeError::open(dir, e))?;
+            if let Some(reranker) = reranker {
+                retriever = retriever.with_reranker(reranker);
+            }
             let name = unique_name(dir, &indexes);
             indexes.push(Served {
                 name,

@@ -15,6 +15,8 @@ pub fn library_options() -> LibraryOptions {
         device: DeviceChoice::Cpu,
         precision: Precision::Auto,
         llm: scar_answer::DEFAULT_LLM.to_owned(),
+        rerank: scar_answer::Reranking::None,
+        reranker: scar_answer::DEFAULT_CROSS_ENCODER.to_owned(),
     }
 }
 

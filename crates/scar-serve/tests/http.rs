@@ -489,3 +489,34 @@ fn a_chat_model_that_cannot_load_is_an_error_before_the_stream_and_searches_go_o
     );
     assert_eq!(status, 200, "{body}");
 }
+
+#[test]
+fn a_library_with_a_reranker_takes_its_seeds_in_the_reranker_s_order() {
+    let options = LibraryOptions {
+        rerank: scar_answer::Reranking::Sentence,
+        ..crate::common::library_options()
+    };
+    let library = Library::open(&[example_index().to_path_buf()], options).unwrap();
+    let server = Server::start(Arc::new(library), &http::HttpOptions::default());
+    let (status, body) = post(
+        &server.url("/v1/search"),
+        &json!({"question": QUESTION, "k": 3}).to_string(),
+    );
+    assert_eq!(status, 200, "{body}");
+    let report: Value = serde_json::from_str(&body).unwrap();
+    let verdicts: Vec<f64> = report["ledger"]["seeds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|seed| seed["judged"]["score"].as_f64().unwrap())
+        .collect();
+    assert_eq!(verdicts.len(), 3);
+    assert!(verdicts.windows(2).all(|w| w[0] >= w[1]), "{verdicts:?}");
+    // The library without one gives no verdicts.
+    let (_, body) = post(
+        &Server::start(example(), &http::HttpOptions::default()).url("/v1/search"),
+        &json!({"question": QUESTION, "k": 3}).to_string(),
+    );
+    let plain: Value = serde_json::from_str(&body).unwrap();
+    assert!(plain["ledger"]["seeds"][0].get("judged").is_none());
+}

@@ -307,6 +307,17 @@ fn seed_ui(ui: &mut egui::Ui, seed: &SeedRecord, rule: &Rule) {
                 "cos(q, c) = {:.6}\nfirst-stage score {:.6}",
                 seed.query_cos, seed.score
             ));
+        if let Some(judged) = seed.judged {
+            ui.label(format!(
+                "reranker {:.3} (first stage #{})",
+                judged.score, judged.first_stage_rank
+            ))
+            .on_hover_text(format!(
+                "the reranker's score {:.6}; the first stage ranked this seed #{} of its \
+                 candidates",
+                judged.score, judged.first_stage_rank
+            ));
+        }
         if let Some(bar) = seed.bar {
             ui.label(rule.bar_text(seed, bar))
                 .on_hover_text(rule.bar_exact(seed, bar));
@@ -482,6 +493,7 @@ mod tests {
             id: ChunkId(3),
             rank: 1,
             score: 0.69,
+            judged: None,
             query_cos: 0.69575,
             bar: Some(0.5566),
             bar_rank: None,

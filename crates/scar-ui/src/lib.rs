@@ -46,6 +46,7 @@ mod worker;
 
 use std::path::{Path, PathBuf};
 
+pub use scar_answer::Reranking;
 pub use scar_embed::{DeviceChoice, Precision};
 
 pub use app::ScarApp;
@@ -66,6 +67,11 @@ pub struct Environment {
     pub precision: Precision,
     /// The folder that holds the indexes of folders added in the app.
     pub library_dir: PathBuf,
+    /// The judge that re-scores each question's first-stage candidates, if any (`llm` judges
+    /// with the default chat model).
+    pub rerank: Reranking,
+    /// The cross-encoder for [`Reranking::CrossEncoder`]: a hub id or a folder.
+    pub reranker: String,
 }
 
 /// The defaults of `scar`: `./models`, BAAI/bge-large-en-v1.5, the best device; new indexes in
@@ -78,6 +84,8 @@ impl Default for Environment {
             device: DeviceChoice::Auto,
             precision: Precision::Auto,
             library_dir: PathBuf::from("scar-library"),
+            rerank: Reranking::None,
+            reranker: scar_answer::DEFAULT_CROSS_ENCODER.to_owned(),
         }
     }
 }

@@ -10,8 +10,8 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread;
 
 use scar_answer::{
-    AnswerReport, GenerationParams, LlmLocator, LoadOptions, LocalModel, Question, Turn,
-    standalone_question,
+    AnswerReport, DEFAULT_LLM, GenerationParams, LlmLocator, LoadOptions, LocalModel, Question,
+    RerankerModels, Turn, standalone_question,
 };
 use scar_embed::{Embedder, ModelLocator};
 use scar_index::{
@@ -305,10 +305,7 @@ fn spawn(name: &str, work: impl FnOnce() + Send + 'static) {
 fn run(job: Job, environment: &Environment) -> Event {
     match job {
         Job::Open(dir) => {
-            let locator = ModelLocator::from_env(&environment.models_dir);
-            let result = Retriever::open(&dir, &locator, &environment.embed_options())
-                .map(Arc::new)
-                .map_err(Into::into);
+            let result = open_retriever(&dir, environment).map(Arc::new);
             let skipped = scar_index::skipped_files(&dir)
                 .map_err(|error| scar_core::ErrorChain(&error).to_string());
             Event::Opened {
@@ -324,6 +321,30 @@ fn run(job: Job, environment: &Environment) -> Event {
             Event::Prepared { wish, result }
         }
     }
+}
+
+/// The index in `dir` with its model, and the reranker the environment names.
+fn open_retriever(dir: &std::path::Path, environment: &Environment) -> Result<Retriever, UiError> {
+    let locator = ModelLocator::from_env(&environment.models_dir);
+    let retriever = Retriever::open(dir, &locator, &environment.embed_options())?;
+    let llms = LlmLocator::from_env(&environment.models_dir);
+    let embed = environment.embed_options();
+    let sources = RerankerModels {
+        cross_encoder: &environment.reranker,
+        models: &locator,
+        llm: DEFAULT_LLM,
+        llms: &llms,
+        embed: &embed,
+    };
+    Ok(
+        match environment
+            .rerank
+            .open(retriever.shared_embedder(), &sources)?
+        {
+            Some(reranker) => retriever.with_reranker(reranker),
+            None => retriever,
+        },
+    )
 }
 
 /// The chat model `name`, loaded unless it is the one loaded.

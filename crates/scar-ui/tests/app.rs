@@ -713,3 +713,25 @@ fn a_pdf_chunk_opens_its_file_at_the_page_it_starts_on() {
         [(document.path.clone(), Some(page))]
     );
 }
+
+#[test]
+fn a_reranker_s_verdict_stands_beside_each_seed() {
+    let library = tempfile::tempdir().unwrap();
+    let environment = scar_ui::Environment {
+        rerank: scar_ui::Reranking::Sentence,
+        ..environment(library.path())
+    };
+    let mut app = ScarApp::new(Settings::default(), environment, Picks::default());
+    app.open_index(example_index());
+    app.ask(KAYAK);
+    let mut harness = crate::common::harness(app);
+    settle(&mut harness);
+    let report = harness.state().report().unwrap().clone();
+    for seed in &report.ledger.seeds {
+        let judged = seed.judged.unwrap();
+        harness.get_by_label(&format!(
+            "reranker {:.3} (first stage #{})",
+            judged.score, judged.first_stage_rank
+        ));
+    }
+}

@@ -21,6 +21,7 @@ pub fn environment(library_dir: &Path) -> Environment {
         // f32 on every CPU: the snapshots show scores, and must look alike with and without bf16.
         precision: Precision::F32,
         library_dir: library_dir.to_owned(),
+        ..Environment::default()
     }
 }
 

@@ -1,0 +1,266 @@
+//! The judges of the first stage's candidates a user can choose ([`Reranking`]), and the one
+//! this crate brings: a chat model judging by the probability it gives to "yes" when asked
+//! whether a passage holds what a question asks for, read from its next-token distribution as
+//! Qwen3-Reranker scores with its own model.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+
+use candle_core::DType;
+use scar_embed::{CrossEncoder, EmbedOptions, Embedder, ModelLocator};
+use scar_retrieve::{BestSentence, Candidate, ChunkStore, Rerank, RetrieveError};
+
+use crate::{AnswerError, LlmLocator, LoadOptions, LocalModel, Prompt, Result};
+
+/// The cross-encoder loaded for [`Reranking::CrossEncoder`] unless another is named.
+pub const DEFAULT_CROSS_ENCODER: &str = "cross-encoder/ms-marco-MiniLM-L-6-v2";
+
+/// Which judge re-scores the first stage's candidates before the best k become the seeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reranking {
+    /// The first stage's order stands.
+    #[default]
+    None,
+    /// [`BestSentence`]: each candidate's sentence closest to the question, with the index's
+    /// own model.
+    Sentence,
+    /// [`ChatJudge`]: the chat model's probability of "yes".
+    Llm,
+    /// A cross-encoder ([`CrossEncoder`]).
+    CrossEncoder,
+}
+
+impl Reranking {
+    /// Every choice, in the order help text lists them.
+    pub const ALL: [Self; 4] = [Self::None, Self::Sentence, Self::Llm, Self::CrossEncoder];
+
+    /// The judge this choice names, loaded (`None` for [`Reranking::None`]): `embedder` is the
+    /// index's model, `models` say where the others are.
+    pub fn open(
+        self,
+        embedder: Arc<Embedder>,
+        models: &RerankerModels<'_>,
+    ) -> Result<Option<Arc<dyn Rerank>>> {
+        Ok(Some(match self {
+            Self::None => return Ok(None),
+            Self::Sentence => Arc::new(BestSentence::new(embedder)),
+            Self::Llm => {
+                let path = models.llms.locate(models.llm)?;
+                let options = LoadOptions {
+                    device: models.embed.device,
+                    ..LoadOptions::default()
+                };
+                Arc::new(ChatJudge::new(LocalModel::load(&path, &options)?)?)
+            }
+            Self::CrossEncoder => {
+                let reranker = models
+                    .models
+                    .locate(models.cross_encoder)
+                    .and_then(|files| CrossEncoder::load(&files, models.embed))
+                    .map_err(|error| AnswerError::Reranker(Box::new(error)))?;
+                Arc::new(reranker)
+            }
+        }))
+    }
+}
+
+impl fmt::Display for Reranking {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::None => "none",
+            Self::Sentence => "sentence",
+            Self::Llm => "llm",
+            Self::CrossEncoder => "cross-encoder",
+        })
+    }
+}
+
+impl FromStr for Reranking {
+    type Err = String;
+
+    fn from_str(text: &str) -> std::result::Result<Self, Self::Err> {
+        let wanted = text.trim().to_ascii_lowercase().replace('_', "-");
+        Self::ALL
+            .into_iter()
+            .find(|choice| choice.to_string() == wanted)
+            .ok_or_else(|| {
+                format!("unknown reranker `{text}`: use none, sentence, llm or cross-encoder")
+            })
+    }
+}
+
+/// Where the judges other than the index's own model come from.
+#[derive(Debug, Clone, Copy)]
+pub struct RerankerModels<'a> {
+    /// The cross-encoder: a hub id, a short name or a folder.
+    pub cross_encoder: &'a str,
+    /// Finds the cross-encoder (and downloads it through the hub when it is not installed).
+    pub models: &'a ModelLocator,
+    /// The chat model: a GGUF file, folder, known name or `org/repo:file.gguf`.
+    pub llm: &'a str,
+    /// Finds the chat model.
+    pub llms: &'a LlmLocator,
+    /// The device and precision the cross-encoder runs in (and the chat model's device).
+    pub embed: &'a EmbedOptions,
+}
+
+/// What the model is asked, once per passage.
+const INSTRUCTION: &str = "Judge whether the passage contains information that answers the \
+                           question. Answer only \"yes\" or \"no\".";
+
+/// The probability a local chat model gives to "yes" over "no" (each in its lower- and
+/// upper-case spellings) as the first word of its answer: a judge that needs no model beyond
+/// the one that answers, at the cost of reading every passage it judges.
+pub struct ChatJudge {
+    /// The model keeps its key-value cache between calls, so a judgment holds it alone.
+    model: Mutex<LocalModel>,
+    yes: Vec<u32>,
+    no: Vec<u32>,
+}
+
+impl std::fmt::Debug for ChatJudge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatJudge").finish_non_exhaustive()
+    }
+}
+
+impl ChatJudge {
+    /// The judge for `model`, whose tokenizer must spell "yes" and "no" as one token each.
+    pub fn new(model: LocalModel) -> Result<Self> {
+        let single = |words: [&str; 2]| -> Vec<u32> {
+            words
+                .iter()
+                .filter_map(|word| {
+                    let ids = model.tokenizer().encode(*word, false).ok()?;
+                    match ids.get_ids() {
+                        [id] => Some(*id),
+                        _ => None,
+                    }
+                })
+                .collect()
+        };
+        let (yes, no) = (single(["yes", "Yes"]), single(["no", "No"]));
+        if yes.is_empty() || no.is_empty() {
+            return Err(AnswerError::UnsupportedTokenizer {
+                reason: "the judge needs \"yes\" and \"no\" to be one token each".to_owned(),
+                source: None,
+            });
+        }
+        Ok(Self {
+            model: Mutex::new(model),
+            yes,
+            no,
+        })
+    }
+
+    /// The probability that `passage` holds what `question` asks for, in [0, 1]. A passage too
+    /// long for the model's context is judged by as much of its beginning as fits.
+    pub fn judge(&self, question: &str, passage: &str) -> Result<f32> {
+        let mut model = self
+            .model
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let prompt = |passage: &str| Prompt {
+            system: INSTRUCTION.to_owned(),
+            user: format!("Question: {question}\n\nPassage: {passage}"),
+            sources: Vec::new(),
+        };
+        let mut ids = model.encode(&prompt(passage))?;
+        let context = model.context_length();
+        if ids.len() > context {
+            let passage = fitted(&model, passage, ids.len() - context)?;
+            ids = model.encode(&prompt(&passage))?;
+        }
+        let logits: Vec<f32> = model
+            .next_logits(&ids, 0)?
+            .to_dtype(DType::F32)?
+            .to_vec1()?;
+        Ok(yes_probability(&logits, &self.yes, &self.no))
+    }
+}
+
+/// `passage` shortened by at least `excess` tokens (and one more, as a cut may merge two).
+fn fitted(model: &LocalModel, passage: &str, excess: usize) -> Result<String> {
+    let tokenizer = model.tokenizer();
+    let encoding = tokenizer
+        .encode(passage, false)
+        .map_err(AnswerError::Tokenizer)?;
+    let ids = encoding.get_ids();
+    let keep = ids.len().saturating_sub(excess + 1);
+    tokenizer
+        .decode(&ids[..keep], true)
+        .map_err(AnswerError::Tokenizer)
+}
+
+/// Σ softmax over the `yes` tokens, within the `yes` and `no` tokens alone.
+fn yes_probability(logits: &[f32], yes: &[u32], no: &[u32]) -> f32 {
+    let at = |id: &u32| {
+        logits
+            .get(*id as usize)
+            .copied()
+            .unwrap_or(f32::NEG_INFINITY)
+    };
+    let top = yes
+        .iter()
+        .chain(no)
+        .map(at)
+        .fold(f32::NEG_INFINITY, f32::max);
+    let mass = |ids: &[u32]| ids.iter().map(|id| (at(id) - top).exp()).sum::<f32>();
+    let (yes, no) = (mass(yes), mass(no));
+    yes / (yes + no)
+}
+
+/// The judge reads each candidate as the cross-encoder does: its heading path, then its text.
+impl Rerank for ChatJudge {
+    fn score(
+        &self,
+        query: &str,
+        candidates: &[Candidate],
+        store: &dyn ChunkStore,
+    ) -> scar_retrieve::Result<Vec<f32>> {
+        let mut scores = Vec::with_capacity(candidates.len());
+        for candidate in candidates {
+            let chunk = store
+                .chunk(candidate.id)
+                .ok_or(RetrieveError::UnknownChunk(candidate.id))?;
+            let probability = self
+                .judge(query, &chunk.passage())
+                .map_err(|error| RetrieveError::Rerank(Box::new(error)))?;
+            scores.push(probability);
+        }
+        Ok(scores)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reranking_names_round_trip_and_an_unknown_one_lists_them() {
+        for choice in Reranking::ALL {
+            assert_eq!(choice.to_string().parse::<Reranking>(), Ok(choice));
+        }
+        assert_eq!(
+            "Cross_Encoder".parse::<Reranking>(),
+            Ok(Reranking::CrossEncoder)
+        );
+        let error = "colbert".parse::<Reranking>().unwrap_err();
+        assert!(
+            error.contains("none, sentence, llm or cross-encoder"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn yes_probability_is_the_share_of_yes_among_the_answers_it_allows() {
+        // Ids 1 and 2 spell yes, 3 no; id 0 is neither and does not count.
+        let logits = [9.0, 0.0, 0.0, 0.0];
+        let p = yes_probability(&logits, &[1, 2], &[3]);
+        assert!((p - 2.0 / 3.0).abs() < 1e-6, "{p}");
+        // Large logits do not overflow.
+        let p = yes_probability(&[500.0, 400.0], &[0], &[1]);
+        assert!((p - 1.0).abs() < 1e-6, "{p}");
+    }
+}
