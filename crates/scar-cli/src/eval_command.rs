@@ -58,9 +58,10 @@ pub struct EvalArgs {
     /// probability of "yes": --llm), cross-encoder (--reranker)
     #[arg(long, value_delimiter = ',', requires = "neighbours")]
     judges: Vec<Reranking>,
-    /// Cross-encoder for `--judges cross-encoder`: hub id or folder [env: SCAR_RERANKER] [default: cross-encoder/ms-marco-MiniLM-L-6-v2]
-    #[arg(long)]
-    reranker: Option<String>,
+    /// With a reranker (--rerank, or the rerank setting), each first stage is evaluated twice:
+    /// its own seeds, and the seeds the reranker takes from its best 30 candidates
+    #[command(flatten)]
+    rerank: RerankFlags,
     /// Instead of the retrieval report, answer N questions (default 40, spread over the
     /// benchmark) with the chat model, from the policy setting's context and from static ±1's,
     /// and measure the citations and traced sentences against the evidence (answers.md, .json)
@@ -80,10 +81,7 @@ impl EvalArgs {
     pub fn search_flags(&self) -> SearchFlags {
         SearchFlags {
             k: self.k,
-            rerank: RerankFlags {
-                reranker: self.reranker.clone(),
-                ..RerankFlags::default()
-            },
+            rerank: self.rerank.clone(),
             ..SearchFlags::default()
         }
     }
@@ -116,11 +114,17 @@ pub fn run(settings: &Settings, args: &EvalArgs) -> Result<ExitCode> {
         quick: args.quick,
         neighbour_table: args.neighbours,
         seed_judges: seed_judges(settings, args, &retriever)?,
+        reranker: settings
+            .reranker(retriever.shared_embedder())?
+            .map(|judge| SeedJudge {
+                name: settings.rerank.value.to_string(),
+                judge,
+            }),
         ..EvalOptions::default()
     };
     if !args.json {
         eprintln!(
-            "evaluating {} of {} tests with {} ({}), k = {}, seeds from the {}",
+            "evaluating {} of {} tests with {} ({}{}), k = {}, seeds from the {}",
             resolved.tests.len(),
             resolved.tests_in_file,
             retriever.index().manifest().model.id,
@@ -130,6 +134,13 @@ pub fn run(settings: &Settings, args: &EvalArgs) -> Result<ExitCode> {
                 .map(ToString::to_string)
                 .collect::<Vec<_>>()
                 .join(", "),
+            options
+                .reranker
+                .as_ref()
+                .map_or_else(String::new, |judge| format!(
+                    "; each also reranked by {}",
+                    judge.name
+                )),
             options.k,
             if args.scope == Scope::Index {
                 "whole index"

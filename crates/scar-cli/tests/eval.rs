@@ -410,3 +410,30 @@ fn answers_of_zero_questions_are_refused() {
         "--answers takes a number of questions of at least 1",
     );
 }
+
+#[test]
+fn a_reranker_is_evaluated_beside_the_first_stage_s_own_seeds() {
+    let (report, out) = quick_eval("eval-quick-reranked", &["--rerank", "sentence"]);
+    let stages = report["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 2);
+    assert!(stages[0].get("reranker").is_none());
+    assert_eq!(stages[1]["reranker"], "sentence");
+    assert_eq!(stages[0]["first_stage"], stages[1]["first_stage"]);
+    // The same tests, each with its own seeds; the reranker chose among more candidates, so
+    // somewhere it chose differently.
+    let seeds = |stage: &Value| -> Vec<Value> {
+        stage["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["seeds"].clone())
+            .collect()
+    };
+    assert_eq!(seeds(&stages[0]).len(), seeds(&stages[1]).len());
+    assert_ne!(seeds(&stages[0]), seeds(&stages[1]));
+    let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        markdown.contains("## First stage: hybrid, reranked by sentence"),
+        "{markdown}"
+    );
+}

@@ -279,6 +279,7 @@ pub(crate) fn small_report() -> EvalReport {
     }];
     let stage = StageResult {
         first_stage: FirstStage::Dense,
+        reranker: None,
         policies: vec![
             policy(
                 STATIC_1,

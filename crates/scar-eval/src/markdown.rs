@@ -36,7 +36,7 @@ impl EvalReport {
             if s.quick { " (quick subset)" } else { "" },
         );
         for stage in &self.stages {
-            let _ = writeln!(out, "\n## First stage: {}", stage.first_stage);
+            let _ = writeln!(out, "\n## First stage: {}", stage.label());
             for group in Group::ALL {
                 policy_table(&mut out, stage, group);
             }
@@ -312,7 +312,7 @@ fn sweep_tables(out: &mut String, stage: &StageResult) {
     let _ = writeln!(
         out,
         "\n## Sweep: SCAR ±{window}, first stage {} (recall / mean chunks)",
-        stage.first_stage
+        stage.label()
     );
     if let (Some(reference), Some(scar)) = (
         boundary_means(stage, STATIC_1),
@@ -364,7 +364,8 @@ fn depth_table(out: &mut String, stage: &StageResult) {
     let _ = writeln!(
         out,
         "\n## Sweep: evidence ±{}, first stage {} (recall / mean chunks; depth × k)\n",
-        first.window, stage.first_stage
+        first.window,
+        stage.label()
     );
     if let (Some(fixed), Some(evidence)) = (
         boundary_means(stage, STATIC_1),

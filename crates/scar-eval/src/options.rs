@@ -149,6 +149,9 @@ pub struct EvalOptions {
     /// Judges of the seeds, each scoring every seed in the per-seed table (with
     /// `neighbour_table`).
     pub seed_judges: Vec<SeedJudge>,
+    /// A judge that reranks the first stage's candidates: each first stage is then evaluated
+    /// twice, without and with it, on the same tests.
+    pub reranker: Option<SeedJudge>,
 }
 
 impl Default for EvalOptions {
@@ -174,6 +177,7 @@ impl Default for EvalOptions {
             quick: false,
             neighbour_table: false,
             seed_judges: Vec::new(),
+            reranker: None,
         }
     }
 }

@@ -94,6 +94,10 @@ pub struct DataSummary {
 pub struct StageResult {
     /// How the seeds were found.
     pub first_stage: FirstStage,
+    /// The judge that reranked the first stage's candidates before the seeds were taken, if one
+    /// did (the same first stage is then also evaluated without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reranker: Option<String>,
     /// Per policy, the means per group.
     pub policies: Vec<PolicyResult>,
     /// Paired bootstraps, per comparison, group and metric.
@@ -117,6 +121,15 @@ pub struct StageResult {
 }
 
 impl StageResult {
+    /// How its seeds were found, for people: `hybrid`, or `hybrid, reranked by sentence`.
+    #[must_use]
+    pub fn label(&self) -> String {
+        match &self.reranker {
+            None => self.first_stage.to_string(),
+            Some(judge) => format!("{}, reranked by {judge}", self.first_stage),
+        }
+    }
+
     /// The result of policy `key`.
     #[must_use]
     pub fn policy(&self, key: &str) -> Option<&PolicyResult> {
@@ -234,10 +247,12 @@ impl EvalReport {
         self.stage(stage)?.policy(key)
     }
 
-    /// The results of first stage `stage`.
+    /// The results of first stage `stage`, without a reranker.
     #[must_use]
     pub fn stage(&self, stage: FirstStage) -> Option<&StageResult> {
-        self.stages.iter().find(|s| s.first_stage == stage)
+        self.stages
+            .iter()
+            .find(|s| s.first_stage == stage && s.reranker.is_none())
     }
 }
 

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::Arc;
 
 use scar_core::ChunkId;
 use scar_index::Index;
@@ -54,16 +55,35 @@ pub fn evaluate(
     let index = retriever.index();
     let mut problems = benchmark.problems.clone();
     let tests = gold_tests(index, benchmark, &mut problems)?;
-    let runner = Runner::new(retriever, options, &tests)?;
-    let total = tests.len() * options.first_stages.len();
+    let runner = Runner::new(options, &tests)?;
+    // The reranked runs search the same index through a retriever that carries the judge.
+    let reranked = match &options.reranker {
+        Some(judge) => Some((
+            judge.name.clone(),
+            retriever
+                .reopen()
+                .map_err(|source| EvalError::Retrieve {
+                    test: String::new(),
+                    source: Box::new(source),
+                })?
+                .with_reranker(Arc::clone(&judge.judge)),
+        )),
+        None => None,
+    };
+    let runs = 1 + usize::from(reranked.is_some());
+    let total = tests.len() * options.first_stages.len() * runs;
     let mut done = 0;
     progress(Progress { done, total });
     let mut stages = Vec::new();
     for &stage in &options.first_stages {
-        stages.push(runner.stage(stage, &mut || {
+        let mut tick = || {
             done += 1;
             progress(Progress { done, total });
-        })?);
+        };
+        stages.push(runner.stage(retriever, None, stage, &mut tick)?);
+        if let Some((name, reranked)) = &reranked {
+            stages.push(runner.stage(reranked, Some(name), stage, &mut tick)?);
+        }
     }
 
     let count = |group: Group| tests.iter().filter(|t| t.group == group).count();
@@ -192,7 +212,6 @@ pub(crate) fn gold_tests<'a>(
 
 /// What every first stage shares: the tests, the validated policies and sweep settings.
 struct Runner<'a> {
-    retriever: &'a Retriever,
     options: &'a EvalOptions,
     tests: &'a [ScoredTest<'a>],
     groups: Vec<Group>,
@@ -202,11 +221,7 @@ struct Runner<'a> {
 }
 
 impl<'a> Runner<'a> {
-    fn new(
-        retriever: &'a Retriever,
-        options: &'a EvalOptions,
-        tests: &'a [ScoredTest<'a>],
-    ) -> Result<Self> {
+    fn new(options: &'a EvalOptions, tests: &'a [ScoredTest<'a>]) -> Result<Self> {
         let policies = options
             .policies
             .iter()
@@ -240,7 +255,6 @@ impl<'a> Runner<'a> {
             .collect::<Result<_, _>>()?;
         let groups = tests.iter().map(|t| t.group).collect();
         Ok(Self {
-            retriever,
             options,
             tests,
             groups,
@@ -250,9 +264,17 @@ impl<'a> Runner<'a> {
         })
     }
 
-    /// Every test with one first stage; `tick` after each test.
-    fn stage(&self, stage: FirstStage, tick: &mut dyn FnMut()) -> Result<StageResult> {
-        let index = self.retriever.index();
+    /// Every test with one first stage, through `retriever` (which carries the judge named
+    /// `reranker`, if any); `tick` after each test. The neighbour and seed tables are gathered
+    /// for the first stage's own seeds only.
+    fn stage(
+        &self,
+        retriever: &Retriever,
+        reranker: Option<&String>,
+        stage: FirstStage,
+        tick: &mut dyn FnMut(),
+    ) -> Result<StageResult> {
+        let index = retriever.index();
         let named = &self.options.policies;
         let mut policy_scores: Vec<Vec<TestScore>> =
             vec![Vec::with_capacity(self.tests.len()); named.len()];
@@ -271,18 +293,15 @@ impl<'a> Runner<'a> {
                 source: Box::new(source),
             };
             let prepared = match self.options.scope {
-                Scope::Index => self.retriever.prepare(test.query, stage, self.options.k),
-                Scope::Document => self.retriever.prepare_within(
-                    test.query,
-                    stage,
-                    self.options.k,
-                    &test.documents,
-                ),
+                Scope::Index => retriever.prepare(test.query, stage, self.options.k),
+                Scope::Document => {
+                    retriever.prepare_within(test.query, stage, self.options.k, &test.documents)
+                }
             }
             .map_err(retrieve)?;
-            if self.options.neighbour_table {
+            if self.options.neighbour_table && reranker.is_none() {
                 neighbours.extend(crate::neighbours::rows(
-                    self.retriever,
+                    retriever,
                     &prepared,
                     test.id,
                     test.group,
@@ -291,7 +310,7 @@ impl<'a> Runner<'a> {
                     (self.options.scope == Scope::Document).then_some(test.documents.as_slice()),
                 )?);
                 let (rows, seconds) = crate::seeds::rows(
-                    self.retriever,
+                    retriever,
                     &prepared,
                     test.id,
                     test.group,
@@ -304,10 +323,7 @@ impl<'a> Runner<'a> {
                 }
             }
             let run = |options: &Options| -> Result<TestScore> {
-                let ledger = self
-                    .retriever
-                    .ledger(&prepared, options)
-                    .map_err(retrieve)?;
+                let ledger = retriever.ledger(&prepared, options).map_err(retrieve)?;
                 let context = context_extents(index, &ledger.context);
                 Ok(score(&test.gold, &context, ledger.context_tokens))
             };
@@ -339,6 +355,7 @@ impl<'a> Runner<'a> {
         }
         Ok(StageResult {
             first_stage: stage,
+            reranker: reranker.cloned(),
             policies: self.policy_results(&policy_scores),
             comparisons: self.compare(&policy_scores),
             sweep: self.sweep_results(&sweep_scores),
