@@ -110,8 +110,9 @@ const INSTRUCTION: &str = "Judge whether the passage contains information that a
                            question. Answer only \"yes\" or \"no\".";
 
 /// The probability a local chat model gives to "yes" over "no" (each in its lower- and
-/// upper-case spellings) as the first word of its answer: a judge that needs no model beyond
-/// the one that answers, at the cost of reading every passage it judges.
+/// upper-case spellings) as the first word of its answer: a judge that needs no model of its
+/// own kind (any chat model GGUF serves; the judge loads its own copy), at the cost of reading
+/// every passage it judges.
 pub struct ChatJudge {
     /// The model keeps its key-value cache between calls, so a judgment holds it alone.
     model: Mutex<LocalModel>,
@@ -166,10 +167,19 @@ impl ChatJudge {
             user: format!("Question: {question}\n\nPassage: {passage}"),
             sources: Vec::new(),
         };
-        let mut ids = model.encode(&prompt(passage))?;
         let context = model.context_length();
-        if ids.len() > context {
-            let passage = fitted(&model, passage, ids.len() - context)?;
+        let mut passage = passage.to_owned();
+        let mut ids = model.encode(&prompt(&passage))?;
+        while ids.len() > context {
+            if passage.is_empty() {
+                // The question alone fills the model's context.
+                return Err(AnswerError::PromptTooLong {
+                    prompt_tokens: ids.len(),
+                    max_tokens: 0,
+                    context_length: context,
+                });
+            }
+            passage = fitted(&model, &passage, ids.len() - context)?;
             ids = model.encode(&prompt(&passage))?;
         }
         let logits: Vec<f32> = model
@@ -180,7 +190,8 @@ impl ChatJudge {
     }
 }
 
-/// `passage` shortened by at least `excess` tokens (and one more, as a cut may merge two).
+/// `passage` shortened by at least `excess` tokens (and one more, as a cut may merge two);
+/// empty when it has no more.
 fn fitted(model: &LocalModel, passage: &str, excess: usize) -> Result<String> {
     let tokenizer = model.tokenizer();
     let encoding = tokenizer

@@ -8,7 +8,10 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use anyhow::{Context as _, Result, anyhow, bail};
 use clap::Parser;
 use eframe::egui;
-use scar_ui::{DeviceChoice, Environment, FileDialogs, Precision, Reranking, ScarApp, Settings};
+use scar_ui::{
+    DEFAULT_CROSS_ENCODER, DeviceChoice, Environment, FileDialogs, Precision, Reranking, ScarApp,
+    Settings,
+};
 
 mod viewer;
 
@@ -63,7 +66,7 @@ struct Args {
     #[arg(
         long,
         env = "SCAR_RERANKER",
-        default_value = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+        default_value = DEFAULT_CROSS_ENCODER
     )]
     reranker: String,
 }

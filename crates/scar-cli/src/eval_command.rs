@@ -223,6 +223,14 @@ fn run_answers(
         [stage] => *stage,
         _ => bail!("--answers answers from one first stage; name one in --first-stages"),
     };
+    if settings.rerank.value != Reranking::None {
+        bail!(
+            "--answers answers from the first stage's own seeds; leave the reranker out \
+             (--rerank none; it is {} from the {})",
+            settings.rerank.value,
+            settings.rerank.source
+        );
+    }
     let policies = vec![settings.policy()?, baseline_options()?];
     // The chat model first: a bad server URL or model file is reported before any indexing.
     let mut generator = crate::ask_command::open_generator(settings)?;

@@ -212,3 +212,28 @@ fn json_output_follows_the_documented_schema() {
     broken["ledger"]["seeds"][0]["query_cosine"] = broken["ledger"]["seeds"][0]["query_cos"].take();
     assert!(!validator.is_valid(&broken));
 }
+
+#[test]
+fn a_reranker_judges_the_best_30_candidates_or_k_when_k_is_more() {
+    let (query, _) = closing_question();
+    let ranks = |k: &str| -> Vec<u64> {
+        let report = search_json(rfc_index(), &query, &["--rerank", "sentence", "--k", k]);
+        let mut ranks: Vec<u64> = report["ledger"]["seeds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|seed| seed["judged"]["first_stage_rank"].as_u64().unwrap())
+            .collect();
+        ranks.sort_unstable();
+        ranks
+    };
+    // Five seeds from the best 30 of RFC 9293's 529 chunks.
+    let five = ranks("5");
+    assert_eq!(five.len(), 5);
+    assert!(
+        five.iter().all(|&rank| (1..=30).contains(&rank)),
+        "{five:?}"
+    );
+    // Forty seeds: the reranker judged 40 candidates and kept them all.
+    assert_eq!(ranks("40"), (1..=40).collect::<Vec<u64>>());
+}

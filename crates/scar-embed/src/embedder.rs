@@ -155,7 +155,7 @@ impl Embedder {
         let device = options.device.open()?;
         let precision = options.precision.on(&device)?;
         let config: BertConfig = read_json(&dir.join("config.json"))?;
-        let mut traits = ModelTraits::read(files, config.max_position_embeddings)?;
+        let mut traits = ModelTraits::read(files, crate::bert::max_tokens(&config))?;
         if let Some(prefix) = &options.query_prefix {
             traits.query_prefix.clone_from(prefix);
         }

@@ -301,7 +301,7 @@ mod tests {
         assert!(close(judge.auc_useful_neighbour, 1.0));
         assert!(close(judge.holding.median, 0.55));
         let time = &report.times[0];
-        // The middle of four is the second by rounding, the 95th the fourth.
+        // The median of four rounds to the third (index 1.5 → 2), the 95th to the fourth.
         assert!(close(time.p50, 0.3) && close(time.p95, 0.4));
     }
 

@@ -91,7 +91,8 @@ impl Library {
         let locator = ModelLocator::from_env(&options.models_dir);
         let llms = LlmLocator::from_env(&options.models_dir);
         let mut models: HashMap<String, Arc<Embedder>> = HashMap::new();
-        // One judge per embedding model (the sentence judge embeds with it).
+        // One judge for all the indexes, or one per embedding model for the sentence judge,
+        // which embeds with it.
         let mut rerankers: HashMap<String, Option<Arc<dyn Rerank>>> = HashMap::new();
         let mut indexes: Vec<Served> = Vec::new();
         for dir in dirs {
@@ -113,7 +114,12 @@ impl Library {
                 models.insert(model.id.clone(), Arc::clone(&embedder));
                 embedder
             };
-            let reranker = if let Some(reranker) = rerankers.get(&model.id) {
+            let judge_key = if options.rerank == Reranking::Sentence {
+                model.id.clone()
+            } else {
+                String::new()
+            };
+            let reranker = if let Some(reranker) = rerankers.get(&judge_key) {
                 reranker.clone()
             } else {
                 let embed = EmbedOptions::new(options.device, options.precision);
@@ -128,7 +134,7 @@ impl Library {
                     .rerank
                     .open(Arc::clone(&embedder), &sources)
                     .map_err(|e| ServeError::open(dir, e))?;
-                rerankers.insert(model.id.clone(), reranker.clone());
+                rerankers.insert(judge_key, reranker.clone());
                 reranker
             };
             let mut retriever =

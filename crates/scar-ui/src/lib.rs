@@ -46,7 +46,7 @@ mod worker;
 
 use std::path::{Path, PathBuf};
 
-pub use scar_answer::Reranking;
+pub use scar_answer::{DEFAULT_CROSS_ENCODER, Reranking};
 pub use scar_embed::{DeviceChoice, Precision};
 
 pub use app::ScarApp;
@@ -85,7 +85,7 @@ impl Default for Environment {
             precision: Precision::Auto,
             library_dir: PathBuf::from("scar-library"),
             rerank: Reranking::None,
-            reranker: scar_answer::DEFAULT_CROSS_ENCODER.to_owned(),
+            reranker: DEFAULT_CROSS_ENCODER.to_owned(),
         }
     }
 }

@@ -4,8 +4,8 @@ use std::path::Path;
 
 use scar_core::ChunkId;
 
+use crate::Result;
 use crate::store::{Index, TextFields, read_error};
-use crate::{IndexError, Result};
 
 /// The text part of an open index: tantivy's index, a reader on it, and the schema's fields.
 pub(crate) struct TextIndex {
@@ -59,13 +59,15 @@ impl Index {
                 &query,
                 &tantivy::collector::TopDocs::with_limit(k.max(1)).order_by_score(),
             )
-            .map_err(|e| IndexError::text(self.dir(), e))?;
+            .map_err(|e| read_error(self.dir(), e))?;
         let first_rows: std::collections::HashMap<u64, u32> = self
             .documents()
             .iter()
             .map(|d| (u64::from(d.slot), d.first_row))
             .collect();
-        let text_error = |e| IndexError::text(self.dir(), e);
+        // Damaged data met while searching is a damaged file of the index, named with the
+        // command that repairs it.
+        let text_error = |e| read_error(self.dir(), e);
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
             let columns = searcher.segment_reader(address.segment_ord).fast_fields();
