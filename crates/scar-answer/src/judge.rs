@@ -4,6 +4,7 @@
 //! Qwen3-Reranker scores with its own model.
 
 use std::fmt;
+use std::path::Path;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
@@ -46,7 +47,7 @@ impl Reranking {
             Self::None => return Ok(None),
             Self::Sentence => Arc::new(BestSentence::new(embedder)),
             Self::Llm => {
-                let path = models.llms.locate(models.llm)?;
+                let path = LlmLocator::from_env(models.models_dir).locate(models.llm)?;
                 let options = LoadOptions {
                     device: models.embed.device,
                     ..LoadOptions::default()
@@ -54,8 +55,7 @@ impl Reranking {
                 Arc::new(ChatJudge::new(LocalModel::load(&path, &options)?)?)
             }
             Self::CrossEncoder => {
-                let reranker = models
-                    .models
+                let reranker = ModelLocator::from_env(models.models_dir)
                     .locate(models.cross_encoder)
                     .and_then(|files| CrossEncoder::load(&files, models.embed))
                     .map_err(|error| AnswerError::Reranker(Box::new(error)))?;
@@ -93,14 +93,13 @@ impl FromStr for Reranking {
 /// Where the judges other than the index's own model come from.
 #[derive(Debug, Clone, Copy)]
 pub struct RerankerModels<'a> {
+    /// The folder of installed models, searched (as [`ModelLocator`] and [`LlmLocator`] search
+    /// it) before the hub.
+    pub models_dir: &'a Path,
     /// The cross-encoder: a hub id, a short name or a folder.
     pub cross_encoder: &'a str,
-    /// Finds the cross-encoder (and downloads it through the hub when it is not installed).
-    pub models: &'a ModelLocator,
     /// The chat model: a GGUF file, folder, known name or `org/repo:file.gguf`.
     pub llm: &'a str,
-    /// Finds the chat model.
-    pub llms: &'a LlmLocator,
     /// The device and precision the cross-encoder runs in (and the chat model's device).
     pub embed: &'a EmbedOptions,
 }
@@ -120,8 +119,8 @@ pub struct ChatJudge {
     no: Vec<u32>,
 }
 
-impl std::fmt::Debug for ChatJudge {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Debug for ChatJudge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ChatJudge").finish_non_exhaustive()
     }
 }

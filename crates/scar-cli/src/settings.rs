@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 
-use scar_answer::{DEFAULT_CROSS_ENCODER, LlmLocator, RerankerModels, Reranking};
-use scar_embed::{DeviceChoice, EmbedOptions, Embedder, ModelLocator, Precision};
+use scar_answer::{DEFAULT_CROSS_ENCODER, RerankerModels, Reranking};
+use scar_embed::{DeviceChoice, EmbedOptions, Embedder, Precision};
 use scar_policy::{Policy, PolicyKind, PolicySettings};
 use scar_retrieve::{FirstStage, Rerank};
 use serde::Serialize;
@@ -528,14 +528,11 @@ impl Settings {
         choice: Reranking,
         embedder: Arc<Embedder>,
     ) -> Result<Option<Arc<dyn Rerank>>> {
-        let models = ModelLocator::from_env(&self.models_dir.value);
-        let llms = LlmLocator::from_env(&self.models_dir.value);
         let embed = self.embed_options();
         let sources = RerankerModels {
+            models_dir: &self.models_dir.value,
             cross_encoder: &self.reranker.value,
-            models: &models,
             llm: &self.llm.value,
-            llms: &llms,
             embed: &embed,
         };
         Ok(choice.open(embedder, &sources)?)

@@ -61,6 +61,9 @@ pub enum EvalError {
     /// Embedding a seam text failed.
     #[error(transparent)]
     Embed(#[from] scar_embed::EmbedError),
+    /// The index could not be opened again for the reranked runs.
+    #[error("opening the index again for the reranker's runs failed")]
+    Rerank(#[source] Box<scar_retrieve::RetrieveError>),
     /// Retrieval failed for one test.
     #[error("test {test}")]
     Retrieve {

@@ -62,10 +62,7 @@ pub fn evaluate(
             judge.name.clone(),
             retriever
                 .reopen()
-                .map_err(|source| EvalError::Retrieve {
-                    test: String::new(),
-                    source: Box::new(source),
-                })?
+                .map_err(|source| EvalError::Rerank(Box::new(source)))?
                 .with_reranker(Arc::clone(&judge.judge)),
         )),
         None => None,

@@ -63,8 +63,8 @@ pub struct Candidate {
 pub trait Rerank: Send + Sync + fmt::Debug {
     /// One score per candidate, in the candidates' order, higher is better. `candidates` are
     /// the first stage's best [`RERANK_CANDIDATES`](crate::RERANK_CANDIDATES) (k, when k is
-    /// more; fewer when fewer chunks are searched), best first; `store` holds their text ([`ChunkStore::chunk`]). Candidates scored alike keep the
-    /// first stage's order.
+    /// more; fewer when fewer chunks are searched), best first; `store` holds their text
+    /// ([`ChunkStore::chunk`]). Candidates scored alike keep the first stage's order.
     fn score(
         &self,
         query: &str,

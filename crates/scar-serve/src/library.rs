@@ -89,7 +89,6 @@ impl Library {
             return Err(ServeError::NoIndex);
         }
         let locator = ModelLocator::from_env(&options.models_dir);
-        let llms = LlmLocator::from_env(&options.models_dir);
         let mut models: HashMap<String, Arc<Embedder>> = HashMap::new();
         // One judge for all the indexes, or one per embedding model for the sentence judge,
         // which embeds with it.
@@ -124,10 +123,9 @@ impl Library {
             } else {
                 let embed = EmbedOptions::new(options.device, options.precision);
                 let sources = RerankerModels {
+                    models_dir: &options.models_dir,
                     cross_encoder: &options.reranker,
-                    models: &locator,
                     llm: &options.llm,
-                    llms: &llms,
                     embed: &embed,
                 };
                 let reranker = options

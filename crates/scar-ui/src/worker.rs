@@ -327,13 +327,11 @@ fn run(job: Job, environment: &Environment) -> Event {
 fn open_retriever(dir: &std::path::Path, environment: &Environment) -> Result<Retriever, UiError> {
     let locator = ModelLocator::from_env(&environment.models_dir);
     let retriever = Retriever::open(dir, &locator, &environment.embed_options())?;
-    let llms = LlmLocator::from_env(&environment.models_dir);
     let embed = environment.embed_options();
     let sources = RerankerModels {
+        models_dir: &environment.models_dir,
         cross_encoder: &environment.reranker,
-        models: &locator,
         llm: DEFAULT_LLM,
-        llms: &llms,
         embed: &embed,
     };
     Ok(
