@@ -208,7 +208,8 @@ fn split<S: ChunkSizer>(
 ) -> Vec<(usize, usize, &str)> {
     let mut pieces = Vec::new();
     let (mut start, mut chars_before) = (0, 0);
-    while start < text.len() {
+    // Once the watchdog gave up on this document, nobody waits for its pieces.
+    while start < text.len() && !crate::watchdog::given_up() {
         let mut end = start.saturating_add(window).min(text.len());
         while !text.is_char_boundary(end) {
             end += 1;

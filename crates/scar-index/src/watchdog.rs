@@ -11,8 +11,11 @@
 //! have killed that run, the file is first a suspect: the next run reads it last, after
 //! committing everything else, and skips it only once it has ended two runs.
 
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
+use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
@@ -25,6 +28,26 @@ use crate::{IndexError, Result};
 
 /// How often the watchdog looks at the clock, the memory and the cancel flag.
 const POLL: Duration = Duration::from_millis(50);
+
+thread_local! {
+    /// On a reader thread, the flag the watchdog sets when it stops waiting for the work.
+    static GIVEN_UP: OnceCell<Arc<AtomicBool>> = const { OnceCell::new() };
+}
+
+/// True on a reader thread whose work the watchdog no longer waits for (it ran out of time, or
+/// the run was cancelled or stopped): long loops and the programs a reader runs check it, so
+/// that the thread ends instead of running on for nothing.
+pub(crate) fn given_up() -> bool {
+    GIVEN_UP.with(|flag| flag.get().is_some_and(|flag| flag.load(Ordering::Relaxed)))
+}
+
+/// The error a reader ends with once it finds it was [`given_up`] on; nobody reads it.
+pub(crate) fn stopped() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Interrupted,
+        "the watchdog stopped waiting for it",
+    )
+}
 
 /// A file's identity for the quarantine: its path and the stamp that tells it changed.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -183,7 +206,7 @@ impl Quarantine {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Overrun {
-    /// It took longer than the limit; the thread reading it is left running.
+    /// It took longer than the limit; the thread reading it is told to stop, and left to end.
     Time(Duration),
     /// The process grew by more than the limit, in bytes, while reading it.
     Memory(u64),
@@ -255,20 +278,26 @@ impl<'a> Watchdog<'a> {
     }
 
     /// Runs `work` on a thread of its own and waits for it, within the file's limits: its
-    /// result, or why the watchdog stopped waiting.
+    /// result, or why the watchdog stopped waiting. Once it stops waiting, [`given_up`] is true
+    /// on that thread.
     pub(crate) fn watch<T: Send + 'static>(
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<Result<T, Interrupted>> {
         let (sender, receiver) = mpsc::sync_channel(1);
+        let given_up = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&given_up);
         let reader = thread::Builder::new()
             .name("scar-reader".to_owned())
             .spawn(move || {
+                GIVEN_UP.with(|cell| {
+                    cell.get_or_init(|| flag);
+                });
                 // The receiver is gone when the watchdog gave up on this work.
                 let _ = sender.send(work());
             })
             .map_err(io_error(&self.marker))?;
-        loop {
+        let how = loop {
             match receiver.recv_timeout(POLL) {
                 Ok(value) => return Ok(Ok(value)),
                 Err(RecvTimeoutError::Disconnected) => {
@@ -282,19 +311,19 @@ impl<'a> Watchdog<'a> {
                 Err(RecvTimeoutError::Timeout) => {}
             }
             if self.cancel.load(Ordering::Relaxed) {
-                return Ok(Err(Interrupted::Cancelled));
+                break Interrupted::Cancelled;
             }
             if self.started.elapsed() > self.options.max_read_time {
-                let limit = self.options.max_read_time;
-                return Ok(Err(Interrupted::Overran(Overrun::Time(limit))));
+                break Interrupted::Overran(Overrun::Time(self.options.max_read_time));
             }
             if let (Some(baseline), Some(now)) = (self.baseline, resident_bytes())
                 && now.saturating_sub(baseline) > self.options.max_read_memory
             {
-                let limit = self.options.max_read_memory;
-                return Ok(Err(Interrupted::Overran(Overrun::Memory(limit))));
+                break Interrupted::Overran(Overrun::Memory(self.options.max_read_memory));
             }
-        }
+        };
+        given_up.store(true, Ordering::Relaxed);
+        Ok(Err(how))
     }
 
     /// Reading is over, whatever came of it: the marker goes.
@@ -386,6 +415,36 @@ mod tests {
     }
 
     #[test]
+    fn work_given_up_on_is_told_to_stop() {
+        let dir = tempfile::tempdir().unwrap();
+        let cancel = AtomicBool::new(false);
+        let options = LoadOptions {
+            max_read_time: Duration::from_millis(200),
+            ..LoadOptions::default()
+        };
+        let watchdog =
+            Watchdog::start(dir.path(), &stamped("/docs/a.txt", 3), &options, &cancel).unwrap();
+        // Told nothing while it is waited for, nor on threads the watchdog did not start.
+        assert!(matches!(watchdog.watch(given_up).unwrap(), Ok(false)));
+        assert!(!given_up());
+        let ended = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&ended);
+        let slow = watchdog.watch(move || {
+            while !given_up() {
+                thread::sleep(Duration::from_millis(10));
+            }
+            flag.store(true, Ordering::Relaxed);
+        });
+        assert!(matches!(slow.unwrap(), Err(Interrupted::Overran(_))));
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while !ended.load(Ordering::Relaxed) && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(10));
+        }
+        assert!(ended.load(Ordering::Relaxed), "the work runs on");
+        watchdog.finish().unwrap();
+    }
+
+    #[test]
     fn work_is_watched_for_its_result_panics_time_and_cancels() {
         let dir = tempfile::tempdir().unwrap();
         let file = stamped("/docs/a.txt", 3);
@@ -396,10 +455,6 @@ mod tests {
         };
         let watchdog = Watchdog::start(dir.path(), &file, &options, &cancel).unwrap();
         assert!(matches!(watchdog.watch(|| 42).unwrap(), Ok(42)));
-        match watchdog.watch(|| -> u8 { panic!("bad cell") }).unwrap() {
-            Err(Interrupted::Panicked(message)) => assert_eq!(message, "bad cell"),
-            _ => panic!("a panic is reported"),
-        }
         let slow = watchdog.watch(|| thread::sleep(Duration::from_secs(5)));
         assert!(matches!(
             slow.unwrap(),
@@ -408,8 +463,13 @@ mod tests {
         watchdog.finish().unwrap();
         assert!(!IndexFile::Reading.path(dir.path()).exists());
 
+        // Under the default limit: a panic hook printing a backtrace can take longer than 200 ms.
         let defaults = LoadOptions::default();
         let watchdog = Watchdog::start(dir.path(), &file, &defaults, &cancel).unwrap();
+        match watchdog.watch(|| -> u8 { panic!("bad cell") }).unwrap() {
+            Err(Interrupted::Panicked(message)) => assert_eq!(message, "bad cell"),
+            _ => panic!("a panic is reported"),
+        }
         cancel.store(true, Ordering::Relaxed);
         let started = Instant::now();
         let cancelled = watchdog.watch(|| thread::sleep(Duration::from_secs(5)));

@@ -21,6 +21,7 @@ mod sheet;
 #[cfg(test)]
 pub(crate) mod test_pdf;
 mod text;
+mod xls;
 mod zipped;
 
 use std::fs::File;
@@ -267,6 +268,19 @@ pub enum LoadError {
     )]
     CellsTooLarge {
         /// The limit they exceed, in bytes.
+        limit: u64,
+    },
+    /// An `.xls` sheet declares or spans a rectangle of cells far larger than the cells it
+    /// holds: its reader lays out every cell of it, past [`LoadOptions::max_file_bytes`].
+    #[error(
+        "a sheet declares or spans {cells} cells, which its reader lays out one by one, past \
+         the {} limit; raise --max-file-mib to index it",
+        human_size(*.limit)
+    )]
+    LayoutTooLarge {
+        /// Cells of the largest rectangle the sheet declares or spans.
+        cells: u64,
+        /// The limit it exceeds, in bytes.
         limit: u64,
     },
     /// The file is damaged, or not what its extension says.

@@ -48,6 +48,9 @@ fn page_texts(bytes: &[u8]) -> Result<Vec<String>, pdf_extract::OutputError> {
     numbers
         .into_iter()
         .map(|number| {
+            if crate::watchdog::given_up() {
+                return Err(crate::watchdog::stopped().into());
+            }
             let mut text = String::new();
             let mut output = pdf_extract::PlainTextOutput::new(&mut text);
             pdf_extract::output_doc_page(&document, &mut output, number)?;

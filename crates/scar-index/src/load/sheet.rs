@@ -32,6 +32,7 @@ pub(super) fn workbook_text(bytes: &[u8], limit: u64) -> Result<(String, Vec<Hea
             calamine_sheets(bytes, &mut cells)?
         }
     } else {
+        super::xls::check_layout(bytes, limit)?;
         calamine_sheets(bytes, &mut cells)?
     };
     let mut outline = Outline::default();
