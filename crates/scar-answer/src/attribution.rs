@@ -6,6 +6,7 @@
 
 use std::collections::HashSet;
 
+use scar_core::ChunkId;
 use scar_retrieve::{ChunkStore, Retriever};
 use serde::{Deserialize, Serialize};
 
@@ -114,16 +115,15 @@ pub fn attribute<S: ChunkStore>(
         return Ok(Vec::new());
     }
     let store = retriever.store();
-    let vectors = store.policy_source();
-    let sources: Vec<(usize, &[f32], HashSet<String>)> = prompt
-        .sources
-        .iter()
-        .filter_map(|source| {
-            let chunk = store.chunk(source.chunk)?;
-            let words = content_words(&chunk.text).into_iter().collect();
-            Some((source.number, vectors.embedding(source.chunk), words))
-        })
-        .collect();
+    let cited: Vec<ChunkId> = prompt.sources.iter().map(|source| source.chunk).collect();
+    let sources_failed = |error| AnswerError::Sources(Box::new(error));
+    let vectors = store.policy_source(&cited).map_err(sources_failed)?;
+    let mut sources: Vec<(usize, &[f32], HashSet<String>)> = Vec::new();
+    for source in &prompt.sources {
+        let chunk = store.stored(source.chunk).map_err(sources_failed)?;
+        let words = content_words(&chunk.text).into_iter().collect();
+        sources.push((source.number, vectors.embedding(source.chunk), words));
+    }
     let texts: Vec<String> = sentences
         .iter()
         .map(|(_, sentence)| without_citations(sentence))

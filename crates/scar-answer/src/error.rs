@@ -59,6 +59,9 @@ pub enum AnswerError {
     /// The answer's sentences could not be embedded to find their sources.
     #[error("embedding the answer's sentences to find their sources failed")]
     Attribution(#[source] Box<scar_embed::EmbedError>),
+    /// The cited chunks could not be read back from the store to find the answer's sources.
+    #[error("reading the cited chunks to find the answer's sources failed")]
+    Sources(#[source] Box<scar_retrieve::RetrieveError>),
     /// The cross-encoder asked for as reranker could not be found or loaded.
     #[error("cannot load the reranker")]
     Reranker(#[source] Box<scar_embed::EmbedError>),

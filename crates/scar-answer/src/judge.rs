@@ -231,9 +231,7 @@ impl Rerank for ChatJudge {
     ) -> scar_retrieve::Result<Vec<f32>> {
         let mut scores = Vec::with_capacity(candidates.len());
         for candidate in candidates {
-            let chunk = store
-                .chunk(candidate.id)
-                .ok_or(RetrieveError::UnknownChunk(candidate.id))?;
+            let chunk = store.stored(candidate.id)?;
             let probability = self
                 .judge(query, &chunk.passage())
                 .map_err(|error| RetrieveError::Rerank(Box::new(error)))?;

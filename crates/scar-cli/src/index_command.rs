@@ -185,9 +185,16 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
         .watch
         .then(|| FolderWatch::new(&args.paths, dir))
         .transpose()?;
-    let report = index_into(dir, &embedder, style, &cancel, |progress, cancel| {
-        index_paths(dir, &args.paths, &embedder, &options, progress, cancel)
-    })?;
+    let store = settings.store.value.as_deref();
+    let report = index_into(
+        dir,
+        &embedder,
+        style,
+        store,
+        &args.paths,
+        &cancel,
+        |progress, cancel| index_paths(dir, &args.paths, &embedder, &options, progress, cancel),
+    )?;
     let Some(mut watch) = watch else {
         return Ok(index_exit(report.is_complete()));
     };
@@ -215,9 +222,15 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
         if style == ReportStyle::Text {
             eprintln!("{} changed", plural(burst.paths.len(), "path"));
         }
-        let run = index_into(dir, &embedder, style, &cancel, |progress, cancel| {
-            index_paths(dir, &args.paths, &embedder, &options, progress, cancel)
-        });
+        let run = index_into(
+            dir,
+            &embedder,
+            style,
+            store,
+            &args.paths,
+            &cancel,
+            |progress, cancel| index_paths(dir, &args.paths, &embedder, &options, progress, cancel),
+        );
         // One failed run (a file locked, a full disk) does not end the watch: the next burst
         // tries again.
         match run {
@@ -355,9 +368,17 @@ fn rebuild(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
     } else {
         ReportStyle::Text
     };
-    let report = index_into(&fresh, &embedder, style, &cancel, |progress, cancel| {
-        salvage.rebuild_into(&fresh, &paths, &embedder, &options, progress, cancel)
-    })?;
+    let report = index_into(
+        &fresh,
+        &embedder,
+        style,
+        None,
+        &[],
+        &cancel,
+        |progress, cancel| {
+            salvage.rebuild_into(&fresh, &paths, &embedder, &options, progress, cancel)
+        },
+    )?;
     if report.cancelled {
         anyhow::bail!(
             "the {verb} was stopped; {} is untouched (run the same command to start it again)",
@@ -377,10 +398,16 @@ fn rebuild(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
 
 /// Indexes `paths` into `dir` with `index` (a plain run or a rebuild), showing progress and
 /// then the report.
+/// Runs `index` on the folder index in `dir`, publishes it to the PostgreSQL `store` when one is
+/// set (removing there the files under `roots` that the index no longer holds), and prints what
+/// came of both.
+#[allow(clippy::too_many_arguments)] // the run, where its report goes, and what it publishes to
 fn index_into(
     dir: &std::path::Path,
     embedder: &Embedder,
     style: ReportStyle,
+    store: Option<&str>,
+    roots: &[PathBuf],
     cancel: &AtomicBool,
     index: impl FnOnce(&mut dyn FnMut(&IndexProgress), &AtomicBool) -> scar_index::Result<IndexReport>,
 ) -> Result<IndexReport> {
@@ -396,11 +423,21 @@ fn index_into(
     let bar = progress_bar(json, "{bar:30} {percent:>3}% {msg}");
     let report = index(&mut |p| show_progress(&bar, p), cancel)?;
     bar.finish_and_clear();
+    let published = match store {
+        Some(url) if !report.cancelled => Some(publish(dir, url, roots, json, cancel)?),
+        _ => None,
+    };
 
-    if style == ReportStyle::Json {
-        outln!("{}", serde_json::to_string_pretty(&report)?);
-    } else if style == ReportStyle::JsonLines {
-        outln!("{}", serde_json::to_string(&report)?);
+    if json {
+        let mut value = serde_json::to_value(&report)?;
+        if let (Some(published), Some(fields)) = (&published, value.as_object_mut()) {
+            fields.insert("store".to_owned(), serde_json::to_value(published)?);
+        }
+        if style == ReportStyle::Json {
+            outln!("{}", serde_json::to_string_pretty(&value)?);
+        } else {
+            outln!("{}", serde_json::to_string(&value)?);
+        }
     } else {
         for skipped in &report.skipped {
             eprintln!(
@@ -446,7 +483,59 @@ fn index_into(
                 report.truncated
             );
         }
+        if let (Some(published), Some(url)) = (&published, store) {
+            for skipped in &published.skipped {
+                eprintln!(
+                    "not published {}: {}",
+                    inert(&display_path(&skipped.path)),
+                    inert(&skipped.reason)
+                );
+            }
+            outln!(
+                "published to {}: {} files written ({} chunks), {} unchanged, {} removed{}",
+                scar_postgres::redacted(url),
+                published.published,
+                published.chunks,
+                published.unchanged,
+                published.removed,
+                if published.cancelled {
+                    "; cancelled, the rest is left for the next run"
+                } else {
+                    ""
+                },
+            );
+        }
     }
+    Ok(report)
+}
+
+/// Publishes the index in `dir` to the store at `url`, with a progress bar of files.
+fn publish(
+    dir: &std::path::Path,
+    url: &str,
+    roots: &[PathBuf],
+    json: bool,
+    cancel: &AtomicBool,
+) -> Result<scar_postgres::PublishReport> {
+    let index = scar_index::Index::open(dir)?;
+    // The index names files by their canonical paths; a root that is gone keeps its own.
+    let roots: Vec<PathBuf> = roots
+        .iter()
+        .map(|root| root.canonicalize().or_else(|_| std::path::absolute(root)))
+        .collect::<std::io::Result<_>>()?;
+    let bar = progress_bar(json, "{bar:30} {pos}/{len} files {msg}");
+    bar.set_message(format!("publishing to {}", scar_postgres::redacted(url)));
+    let report = scar_postgres::publish(
+        &index,
+        url,
+        &roots,
+        &mut |done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        },
+        cancel,
+    )?;
+    bar.finish_and_clear();
     Ok(report)
 }
 

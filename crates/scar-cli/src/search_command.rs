@@ -5,8 +5,9 @@ use std::process::ExitCode;
 use anyhow::Result;
 use console::{Style, style};
 use scar_embed::ModelLocator;
+use scar_index::Index;
 use scar_policy::{NeighbourRecord, Outcome, Policy, Side};
-use scar_retrieve::{Retriever, SearchReport};
+use scar_retrieve::{ChunkStore, Retriever, SearchReport};
 
 use crate::settings::{Settings, Source};
 use crate::terminal::inert;
@@ -24,16 +25,20 @@ pub fn run(settings: &Settings, query: &str, json: bool, full: bool) -> Result<E
     Ok(ExitCode::SUCCESS)
 }
 
-/// The index with the model it was built with. A `--model` naming another is noted, not
-/// silently ignored: an index is searched with its own model.
-pub(crate) fn open_retriever(settings: &Settings) -> Result<Retriever> {
+/// The index folder, or the PostgreSQL store when one is set, with the model its chunks were
+/// embedded with. A `--model` naming another is noted, not silently ignored: a store is
+/// searched with its own model.
+pub(crate) fn open_retriever(settings: &Settings) -> Result<Retriever<Box<dyn ChunkStore>>> {
+    let store: Box<dyn ChunkStore> = match &settings.store.value {
+        Some(url) => Box::new(scar_postgres::PgStore::open(url)?),
+        None => Box::new(Index::open(&settings.index.value)?),
+    };
     let locator = ModelLocator::from_env(&settings.models_dir.value);
-    let mut retriever =
-        Retriever::open(&settings.index.value, &locator, &settings.embed_options())?;
+    let mut retriever = Retriever::open_store(store, &locator, &settings.embed_options())?;
     if let Some(reranker) = settings.reranker(retriever.shared_embedder())? {
         retriever = retriever.with_reranker(reranker);
     }
-    let built = &retriever.index().manifest().model.id;
+    let built = &retriever.store().model().id;
     let asked = &settings.model.value;
     let same = built == asked
         || built.ends_with(&format!("/{asked}"))
@@ -42,7 +47,7 @@ pub(crate) fn open_retriever(settings: &Settings) -> Result<Retriever> {
         eprintln!(
             "note: {} was built with {built}, so it is searched with it; --model {asked} applies \
              to new indexes",
-            settings.index.value.display()
+            retriever.store().location()
         );
     }
     Ok(retriever)

@@ -54,6 +54,9 @@ pub struct SettingFlags {
     /// Embedding model: hub id, short name or folder [env: SCAR_MODEL] [default: BAAI/bge-large-en-v1.5]
     #[arg(long, global = true)]
     pub model: Option<String>,
+    /// PostgreSQL store that `index` publishes to and the searches read instead of the index folder: postgres://USER@HOST:PORT/DB [env: SCAR_STORE] [default: none]
+    #[arg(long, global = true)]
+    pub store: Option<String>,
     /// Where models are installed [env: SCAR_MODELS_DIR] [default: ./models]
     #[arg(long, global = true)]
     pub models_dir: Option<PathBuf>,
@@ -167,6 +170,8 @@ pub const MAX_TEMPERATURE: f64 = 2.0;
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub index: Setting<PathBuf>,
+    /// A PostgreSQL store's URL; `None`: the index folder alone.
+    pub store: Setting<Option<String>>,
     pub model: Setting<String>,
     pub models_dir: Setting<PathBuf>,
     pub device: Setting<DeviceChoice>,
@@ -322,6 +327,25 @@ fn edit_distance(a: &str, b: &str) -> usize {
 #[derive(Debug, Clone)]
 struct OptionalText(Option<String>);
 
+impl Layers {
+    /// A setting whose value is text or nothing (`none`, or empty).
+    fn resolve_optional_text(
+        &self,
+        key: &'static str,
+        flag: Option<&String>,
+    ) -> Result<Setting<Option<String>>> {
+        let setting = self.resolve(
+            key,
+            flag.cloned().map(|u| OptionalText(Some(u))),
+            OptionalText(None),
+        )?;
+        Ok(Setting {
+            value: setting.value.0,
+            source: setting.source,
+        })
+    }
+}
+
 impl FromStr for OptionalText {
     type Err = std::convert::Infallible;
     fn from_str(text: &str) -> std::result::Result<Self, Self::Err> {
@@ -369,14 +393,10 @@ impl Settings {
             search.window.map(|w| Optional(Some(w))),
             Optional(None),
         )?;
-        let llm_url = layers.resolve(
-            "llm_url",
-            answer.llm_url.clone().map(|u| OptionalText(Some(u))),
-            OptionalText(None),
-        )?;
         let generation = scar_answer::GenerationParams::default();
         let settings = Self {
             index: layers.resolve("index", flags.index.clone(), default_index)?,
+            store: layers.resolve_optional_text("store", flags.store.as_ref())?,
             model: layers.resolve(
                 "model",
                 flags.model.clone(),
@@ -423,10 +443,7 @@ impl Settings {
                 answer.llm.clone(),
                 scar_answer::DEFAULT_LLM.to_owned(),
             )?,
-            llm_url: Setting {
-                value: llm_url.value.0,
-                source: llm_url.source,
-            },
+            llm_url: layers.resolve_optional_text("llm_url", answer.llm_url.as_ref())?,
             llm_model: layers.resolve(
                 "llm_model",
                 answer.llm_model.clone(),
@@ -559,6 +576,14 @@ impl Settings {
         let path = |name, s: &Setting<PathBuf>| (name, s.value.display().to_string(), s.source);
         vec![
             path("index", &self.index),
+            (
+                "store",
+                self.store
+                    .value
+                    .as_deref()
+                    .map_or_else(|| "none".to_owned(), scar_postgres::redacted),
+                self.store.source,
+            ),
             row("model", &self.model),
             path("models_dir", &self.models_dir),
             row("device", &self.device),

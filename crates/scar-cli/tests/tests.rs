@@ -15,5 +15,6 @@ mod rfc;
 mod serve;
 mod settings;
 mod signals;
+mod store;
 mod terminal;
 mod watch;

@@ -40,6 +40,15 @@ pub enum RetrieveError {
     /// A reranker failed on its own terms (its model, its tokenizer).
     #[error("the reranker failed")]
     Rerank(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The store could not answer (a server unreachable, a query refused).
+    #[error("the store at {location} failed")]
+    Store {
+        /// The store, as [`ChunkStore::location`](crate::ChunkStore::location) names it.
+        location: String,
+        /// What went wrong.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The store has no chunk by an id its own first stage gave.
     #[error("the index has no chunk {0}, though its search found it")]
     UnknownChunk(scar_core::ChunkId),

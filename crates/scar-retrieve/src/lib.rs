@@ -142,10 +142,7 @@ impl Retriever {
         locator: &ModelLocator,
         options: &EmbedOptions,
     ) -> Result<Self> {
-        let index = Index::open(dir)?;
-        let files = locator.locate(&index.manifest().model.id)?;
-        let embedder = Embedder::load(&files, &Self::embed_options_for(&index, options))?;
-        Self::new(embedder, index)
+        Self::open_store(Index::open(dir)?, locator, options)
     }
 
     /// `options` for loading the model that searches `index`: with the query instruction the
@@ -187,6 +184,18 @@ impl Retriever {
 }
 
 impl<S: ChunkStore> Retriever<S> {
+    /// Loads the model `store`'s chunks were embedded with, with the query instruction they
+    /// were embedded for, and pairs it with the store.
+    pub fn open_store(store: S, locator: &ModelLocator, options: &EmbedOptions) -> Result<Self> {
+        let model = store.model();
+        let files = locator.locate(&model.id)?;
+        let options = EmbedOptions {
+            query_prefix: Some(model.query_prefix.clone()),
+            ..options.clone()
+        };
+        Self::with_store(Arc::new(Embedder::load(&files, &options)?), store)
+    }
+
     /// Pairs a model that other retrievers may share with a store, checking that the store's
     /// chunks were embedded with that model.
     pub fn with_store(embedder: Arc<Embedder>, store: S) -> Result<Self> {
@@ -269,7 +278,9 @@ impl<S: ChunkStore> Retriever<S> {
         let query_tokens = self.embedder.count_tokens(query)?;
         let embed_time = started.elapsed();
         let started = Instant::now();
-        let among = documents.map(|slots| self.store.chunks_of(slots));
+        let among = documents
+            .map(|slots| self.store.chunks_of(slots))
+            .transpose()?;
         let among = among.as_deref();
         let scope = among.map_or_else(|| self.store.len(), <[ChunkId]>::len);
         // No list can be longer than the chunks searched: a k of billions asks for all of them,
@@ -330,13 +341,13 @@ impl<S: ChunkStore> Retriever<S> {
         let ledger = self.ledger(prepared, options)?;
         let policy_time = started.elapsed();
         let baseline = self.ledger(prepared, &baseline_options()?)?;
-        Ok(SearchReport::new(
+        SearchReport::new(
             &self.store,
             prepared,
             ledger,
             ContextSize::of(&baseline),
             policy_time,
-        ))
+        )
     }
 
     /// Static ±1's own report on the prepared seeds: the context a chat model would have been
@@ -348,8 +359,9 @@ impl<S: ChunkStore> Retriever<S> {
     /// The policy's decisions on prepared seeds, without the report: what an evaluation that
     /// runs many policies on each question scores.
     pub fn ledger(&self, prepared: &Prepared, options: &Options) -> Result<Ledger> {
+        let seeds: Vec<ChunkId> = prepared.seeds.iter().map(|seed| seed.id).collect();
         expand(
-            self.store.policy_source().as_ref(),
+            self.store.policy_source(&seeds)?.as_ref(),
             &prepared.embedding,
             &prepared.seeds,
             &prepared.rankings,

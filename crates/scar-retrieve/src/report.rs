@@ -9,7 +9,7 @@ use scar_core::ChunkId;
 use scar_policy::Ledger;
 use serde::{Deserialize, Serialize};
 
-use crate::{ChunkStore, Comparison, ContextSize, FirstStage, Prepared};
+use crate::{ChunkStore, Comparison, ContextSize, FirstStage, Prepared, Result};
 
 /// Version of the JSON layout of [`SearchReport`]; bumped on any incompatible change.
 pub const SCHEMA_VERSION: &str = "scar.search/2";
@@ -146,42 +146,46 @@ impl SearchReport {
         ledger: Ledger,
         static_window_1: ContextSize,
         policy_time: Duration,
-    ) -> Self {
+    ) -> Result<Self> {
         let seeds: HashSet<ChunkId> = ledger.seeds.iter().map(|s| s.id).collect();
         let chunks = ledger
             .context
             .iter()
-            .filter_map(|&id| store.chunk(id))
-            .map(|chunk| ContextChunk {
-                id: chunk.id,
-                seed: seeds.contains(&chunk.id),
-                document: chunk.document,
-                attachment: chunk.attachment,
-                ordinal: chunk.ordinal,
-                chars: chunk.chars,
-                tokens: chunk.tokens,
-                heading_path: chunk.heading_path,
-                page: chunk.page,
-                text: chunk.text,
+            .map(|&id| store.stored(id))
+            .map(|chunk| {
+                chunk.map(|chunk| ContextChunk {
+                    id: chunk.id,
+                    seed: seeds.contains(&chunk.id),
+                    document: chunk.document,
+                    attachment: chunk.attachment,
+                    ordinal: chunk.ordinal,
+                    chars: chunk.chars,
+                    tokens: chunk.tokens,
+                    heading_path: chunk.heading_path,
+                    page: chunk.page,
+                    text: chunk.text,
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let named = ledger.seeds.iter().flat_map(|seed| {
             std::iter::once(seed.id).chain(seed.neighbours.iter().filter_map(|n| n.id))
         });
         let mut seen = HashSet::new();
         let places = named
             .filter(|&id| seen.insert(id))
-            .filter_map(|id| store.chunk(id))
-            .map(|chunk| ChunkPlace {
-                id: chunk.id,
-                document: chunk.document,
-                attachment: chunk.attachment,
-                ordinal: chunk.ordinal,
-                page: chunk.page,
+            .map(|id| store.stored(id))
+            .map(|chunk| {
+                chunk.map(|chunk| ChunkPlace {
+                    id: chunk.id,
+                    document: chunk.document,
+                    attachment: chunk.attachment,
+                    ordinal: chunk.ordinal,
+                    page: chunk.page,
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        Self {
+        Ok(Self {
             schema: SCHEMA_VERSION.to_owned(),
             query: prepared.query.clone(),
             query_tokens: prepared.query_tokens,
@@ -196,7 +200,7 @@ impl SearchReport {
                 first_stage_ms: ms(prepared.first_stage_time),
                 policy_ms: ms(policy_time),
             },
-        }
+        })
     }
 
     /// Where chunk `id` is, if the ledger names it.

@@ -41,15 +41,13 @@ pub struct Candidate {
 ///         candidates: &[Candidate],
 ///         store: &dyn ChunkStore,
 ///     ) -> Result<Vec<f32>> {
-///         Ok(candidates
+///         candidates
 ///             .iter()
 ///             .map(|candidate| {
-///                 let quotes = store
-///                     .chunk(candidate.id)
-///                     .is_some_and(|chunk| chunk.text.contains(query));
-///                 if quotes { 1.0 } else { 0.0 }
+///                 let quotes = store.stored(candidate.id)?.text.contains(query);
+///                 Ok(if quotes { 1.0 } else { 0.0 })
 ///             })
-///             .collect())
+///             .collect()
 ///     }
 /// }
 ///
@@ -84,12 +82,7 @@ impl Rerank for CrossEncoder {
     ) -> Result<Vec<f32>> {
         let passages = candidates
             .iter()
-            .map(|candidate| {
-                store
-                    .chunk(candidate.id)
-                    .map(|chunk| chunk.passage())
-                    .ok_or(RetrieveError::UnknownChunk(candidate.id))
-            })
+            .map(|candidate| Ok(store.stored(candidate.id)?.passage()))
             .collect::<Result<Vec<String>>>()?;
         let passages: Vec<&str> = passages.iter().map(String::as_str).collect();
         Ok(CrossEncoder::score(self, query, &passages)?)

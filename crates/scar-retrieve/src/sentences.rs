@@ -7,7 +7,7 @@ use scar_core::dot;
 use scar_embed::Embedder;
 use unicode_segmentation::UnicodeSegmentation;
 
-use crate::{Candidate, ChunkStore, Rerank, Result, RetrieveError};
+use crate::{Candidate, ChunkStore, Rerank, Result};
 
 /// Pieces with fewer words than this are joined to the next: a list marker or a clause number
 /// (`(a)`, `Section 3.`) states nothing to compare with a question.
@@ -43,9 +43,7 @@ impl Rerank for BestSentence {
         let mut owners = Vec::new();
         let mut sentences = Vec::new();
         for (at, candidate) in candidates.iter().enumerate() {
-            let chunk = store
-                .chunk(candidate.id)
-                .ok_or(RetrieveError::UnknownChunk(candidate.id))?;
+            let chunk = store.stored(candidate.id)?;
             for sentence in sentences_of(&chunk.text) {
                 owners.push(at);
                 sentences.push(sentence);

@@ -27,7 +27,7 @@ pub trait ChunkStore: Send + Sync {
         self.len() == 0
     }
     /// The chunks of the documents in `slots`.
-    fn chunks_of(&self, slots: &[u32]) -> Vec<ChunkId>;
+    fn chunks_of(&self, slots: &[u32]) -> Result<Vec<ChunkId>>;
     /// The `depth` chunks (of `among` only, when given) nearest `embedding` by cosine, best
     /// first.
     fn dense_ranking(
@@ -46,9 +46,14 @@ pub trait ChunkStore: Send + Sync {
         among: Option<&[ChunkId]>,
     ) -> Result<Vec<(ChunkId, f32)>>;
     /// Chunk `id` with what a reader needs to cite it, or `None` for an id not stored.
-    fn chunk(&self, id: ChunkId) -> Option<StoredChunk>;
-    /// The chunks as the policy walks them: embeddings, neighbours, continuity and seams.
-    fn policy_source(&self) -> Box<dyn ChunkSource + '_>;
+    fn chunk(&self, id: ChunkId) -> Result<Option<StoredChunk>>;
+    /// Chunk `id`, which this store's own search handed out.
+    fn stored(&self, id: ChunkId) -> Result<StoredChunk> {
+        self.chunk(id)?.ok_or(RetrieveError::UnknownChunk(id))
+    }
+    /// The chunks as the policy walks them from `seeds`: embeddings, neighbours, continuity
+    /// and seams. A store that reads them from elsewhere reads the seeds' documents here, once.
+    fn policy_source(&self, seeds: &[ChunkId]) -> Result<Box<dyn ChunkSource + '_>>;
     /// `error`, met by the policy while it walked this store, in the words that say what to
     /// repair.
     fn policy_error(&self, error: PolicyError) -> RetrieveError {
@@ -92,6 +97,47 @@ impl StoredChunk {
     }
 }
 
+/// A store chosen when the program runs (a folder or a server) is a store.
+impl<T: ChunkStore + ?Sized> ChunkStore for Box<T> {
+    fn location(&self) -> String {
+        (**self).location()
+    }
+    fn model(&self) -> &ModelInfo {
+        (**self).model()
+    }
+    fn len(&self) -> usize {
+        (**self).len()
+    }
+    fn chunks_of(&self, slots: &[u32]) -> Result<Vec<ChunkId>> {
+        (**self).chunks_of(slots)
+    }
+    fn dense_ranking(
+        &self,
+        embedding: &[f32],
+        depth: usize,
+        among: Option<&[ChunkId]>,
+    ) -> Result<Vec<(ChunkId, f32)>> {
+        (**self).dense_ranking(embedding, depth, among)
+    }
+    fn lexical_ranking(
+        &self,
+        query: &str,
+        depth: usize,
+        among: Option<&[ChunkId]>,
+    ) -> Result<Vec<(ChunkId, f32)>> {
+        (**self).lexical_ranking(query, depth, among)
+    }
+    fn chunk(&self, id: ChunkId) -> Result<Option<StoredChunk>> {
+        (**self).chunk(id)
+    }
+    fn policy_source(&self, seeds: &[ChunkId]) -> Result<Box<dyn ChunkSource + '_>> {
+        (**self).policy_source(seeds)
+    }
+    fn policy_error(&self, error: PolicyError) -> RetrieveError {
+        (**self).policy_error(error)
+    }
+}
+
 impl ChunkStore for Index {
     fn location(&self) -> String {
         self.dir().display().to_string()
@@ -105,8 +151,8 @@ impl ChunkStore for Index {
         Index::len(self)
     }
 
-    fn chunks_of(&self, slots: &[u32]) -> Vec<ChunkId> {
-        self.rows_of(slots).into_iter().map(ChunkId).collect()
+    fn chunks_of(&self, slots: &[u32]) -> Result<Vec<ChunkId>> {
+        Ok(self.rows_of(slots).into_iter().map(ChunkId).collect())
     }
 
     fn dense_ranking(
@@ -133,9 +179,11 @@ impl ChunkStore for Index {
         })
     }
 
-    fn chunk(&self, id: ChunkId) -> Option<StoredChunk> {
-        let chunk = Index::chunk(self, id)?;
-        Some(StoredChunk {
+    fn chunk(&self, id: ChunkId) -> Result<Option<StoredChunk>> {
+        let Some(chunk) = Index::chunk(self, id) else {
+            return Ok(None);
+        };
+        Ok(Some(StoredChunk {
             id: chunk.id,
             document: chunk.document.path.display().to_string(),
             attachment: chunk.document.attachment.clone(),
@@ -145,11 +193,12 @@ impl ChunkStore for Index {
             heading_path: chunk.heading_path.to_owned(),
             page: chunk.page,
             text: chunk.text.to_owned(),
-        })
+        }))
     }
 
-    fn policy_source(&self) -> Box<dyn ChunkSource + '_> {
-        Box::new(IndexSource(self))
+    fn policy_source(&self, _seeds: &[ChunkId]) -> Result<Box<dyn ChunkSource + '_>> {
+        // Mapped whole: every chunk is at hand.
+        Ok(Box::new(IndexSource(self)))
     }
 
     fn policy_error(&self, error: PolicyError) -> RetrieveError {

@@ -144,7 +144,7 @@ impl Rerank for Promote {
         Ok(candidates
             .iter()
             .map(|candidate| {
-                let text = store.chunk(candidate.id).unwrap().text;
+                let text = store.stored(candidate.id).unwrap().text;
                 if text.contains(&self.phrase) {
                     1.0
                 } else {

@@ -34,7 +34,7 @@ const SIDES: [Side; 2] = [Side::Previous, Side::Next];
 
 impl MemoryStore {
     fn copy_of(index: Index) -> Self {
-        let source = index.policy_source();
+        let source = index.policy_source(&[]).unwrap();
         let chunks = (0..ChunkStore::len(&index) as u32)
             .map(ChunkId)
             .map(|id| {
@@ -42,7 +42,7 @@ impl MemoryStore {
                 // The policy asks for a seam's values only where the neighbour exists.
                 let exists = |side: Side| neighbours[side as usize].is_some();
                 Held {
-                    chunk: ChunkStore::chunk(&index, id).unwrap(),
+                    chunk: ChunkStore::stored(&index, id).unwrap(),
                     embedding: source.embedding(id).to_vec(),
                     position: source.position(id),
                     section: source.section(id),
@@ -112,12 +112,13 @@ impl ChunkStore for MemoryStore {
     fn len(&self) -> usize {
         self.chunks.len()
     }
-    fn chunks_of(&self, slots: &[u32]) -> Vec<ChunkId> {
-        self.chunks
+    fn chunks_of(&self, slots: &[u32]) -> Result<Vec<ChunkId>> {
+        Ok(self
+            .chunks
             .iter()
             .filter(|held| slots.contains(&held.position.document))
             .map(|held| held.chunk.id)
-            .collect()
+            .collect())
     }
     fn dense_ranking(
         &self,
@@ -146,13 +147,14 @@ impl ChunkStore for MemoryStore {
     ) -> Result<Vec<(ChunkId, f32)>> {
         self.lexical.lexical_ranking(query, depth, among)
     }
-    fn chunk(&self, id: ChunkId) -> Option<StoredChunk> {
-        self.chunks
+    fn chunk(&self, id: ChunkId) -> Result<Option<StoredChunk>> {
+        Ok(self
+            .chunks
             .get(id.0 as usize)
-            .map(|held| held.chunk.clone())
+            .map(|held| held.chunk.clone()))
     }
-    fn policy_source(&self) -> Box<dyn ChunkSource + '_> {
-        Box::new(self)
+    fn policy_source(&self, _seeds: &[ChunkId]) -> Result<Box<dyn ChunkSource + '_>> {
+        Ok(Box::new(self))
     }
 }
 

@@ -143,3 +143,37 @@ pub fn uniform_stream(mut state: u64) -> impl FnMut() -> f32 {
         ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32 - 0.5
     }
 }
+
+/// A new, empty database on the PostgreSQL test server (`scripts/start-postgres`, which
+/// `scripts/test` runs and names in `SCAR_TEST_POSTGRES`), named after `name` and this process,
+/// as a URL; or `None`, said, when no server is named and none is required.
+///
+/// # Panics
+///
+/// When `SCAR_REQUIRE_TOOLS` is set and no server is named, or the server refuses.
+#[must_use]
+pub fn postgres_database(name: &str) -> Option<String> {
+    let Ok(url) = std::env::var("SCAR_TEST_POSTGRES") else {
+        assert!(
+            std::env::var_os("SCAR_REQUIRE_TOOLS").is_none(),
+            "SCAR_REQUIRE_TOOLS is set (scripts/test sets it) but SCAR_TEST_POSTGRES names no \
+             server: scripts/test starts one with scripts/start-postgres"
+        );
+        eprintln!("skipped: SCAR_TEST_POSTGRES names no PostgreSQL server");
+        return None;
+    };
+    let database = format!("scar_test_{name}_{}", std::process::id());
+    let mut client = postgres::Client::connect(&url, postgres::NoTls)
+        .unwrap_or_else(|e| panic!("the test server at {url}: {e}"));
+    // One statement a call: neither may run inside the transaction a batch makes.
+    for statement in [
+        format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)"),
+        format!("CREATE DATABASE {database}"),
+    ] {
+        client
+            .batch_execute(&statement)
+            .unwrap_or_else(|e| panic!("{statement}: {e}"));
+    }
+    let (server, _) = url.rsplit_once('/').expect("a URL names its database");
+    Some(format!("{server}/{database}"))
+}

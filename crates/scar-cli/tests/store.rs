@@ -1,0 +1,126 @@
+//! `--store`: shells indexing into one PostgreSQL store at once, and another searching it with
+//! no index folder of its own.
+
+use std::process::Stdio;
+
+use scar_test_support::postgres_database;
+
+use crate::common::{run, scar, workspace};
+
+#[test]
+fn shells_index_into_one_store_at_once_and_another_searches_it() {
+    let Some(url) = postgres_database("cli") else {
+        return;
+    };
+    let base = tempfile::tempdir().unwrap();
+    let example = workspace().join("assets/example");
+    let mut names: Vec<_> = std::fs::read_dir(&example)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    names.sort();
+    let (a, b) = (base.path().join("a"), base.path().join("b"));
+    for (folder, half) in [(&a, &names[..2]), (&b, &names[2..])] {
+        std::fs::create_dir(folder).unwrap();
+        for name in half {
+            std::fs::copy(example.join(name), folder.join(name)).unwrap();
+        }
+    }
+    // Three shells at once, two of them on the same folder, each with its own index folder.
+    let writers: Vec<_> = [("one", &a), ("two", &b), ("three", &b)]
+        .into_iter()
+        .map(|(shell, folder)| {
+            scar(&base.path().join(shell))
+                .args(["--store", &url, "index", "--json"])
+                .arg(folder)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for writer in writers {
+        let output = writer.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let store = &report["store"];
+        assert_eq!(
+            store["published"].as_u64().unwrap() + store["unchanged"].as_u64().unwrap(),
+            2,
+            "{report}"
+        );
+    }
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let row = client
+        .query_one(
+            "SELECT (SELECT count(*) FROM scar_files), count(*), \
+             count(DISTINCT (document, ordinal)) FROM scar_chunks",
+            &[],
+        )
+        .unwrap();
+    let (files, chunks, distinct): (i64, i64, i64) = (row.get(0), row.get(1), row.get(2));
+    assert_eq!((files, chunks), (4, distinct));
+
+    // A fourth shell, with no index folder, searches what the three wrote.
+    let nowhere = base.path().join("no-index-here");
+    let output = run(scar(&nowhere).args([
+        "--store",
+        &url,
+        "search",
+        "What does it cost to take my kayak on the ferry?",
+        "--json",
+    ]));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    // The first seed is the kayak fee's paragraph.
+    let seed = &report["ledger"]["seeds"][0]["id"];
+    let place = report["places"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|place| &place["id"] == seed)
+        .unwrap();
+    assert!(
+        place["document"]
+            .as_str()
+            .unwrap()
+            .ends_with("ferry-handbook.md"),
+        "{report}"
+    );
+    assert_eq!(place["ordinal"], 3, "{report}");
+    assert!(!nowhere.exists());
+}
+
+#[test]
+fn the_store_s_password_is_never_shown() {
+    let output = run(scar(std::path::Path::new("/nonexistent")).args([
+        "--store",
+        "postgres://ann:s3cret@127.0.0.1:1/scar",
+        "config",
+    ]));
+    let shown = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        shown.contains("postgres://ann:***@127.0.0.1:1/scar"),
+        "{shown}"
+    );
+    assert!(!shown.contains("s3cret"), "{shown}");
+    let output = scar(std::path::Path::new("/nonexistent"))
+        .args([
+            "--store",
+            "postgres://ann:s3cret@127.0.0.1:1/scar?connect_timeout=2",
+            "search",
+            "x",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot reach PostgreSQL at postgres://ann:***@127.0.0.1:1/scar"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("s3cret"), "{stderr}");
+}

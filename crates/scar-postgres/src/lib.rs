@@ -1,0 +1,25 @@
+//! The chunk store over PostgreSQL + pgvector: SCAR's decisions past one machine.
+//!
+//! A [`PgStore`] is a [`ChunkStore`](scar_retrieve::ChunkStore): the retriever ranks, walks and
+//! reports over it exactly as over a folder index, since it reads nothing else. Chunks get there
+//! by [`publish`]: each machine reads, cuts and embeds its documents into its own folder index
+//! (with every guard that indexing has), and publishes the files whose content changed, each
+//! file in one transaction, so that many machines can write one store at once and a killed
+//! writer leaves no part of a document behind.
+//!
+//! Dense ranking is pgvector's cosine distance, exact unless the store has an HNSW index;
+//! lexical ranking is PostgreSQL's full-text `ts_rank_cd` over English stems, which is not
+//! BM25: it ranks other chunks first, and the policies read ranks only, so a rank means the
+//! same on both stores.
+
+mod error;
+mod publish;
+mod schema;
+mod store;
+mod url;
+
+pub use error::{Result, StoreError};
+pub use publish::{PublishReport, publish};
+pub use schema::SCHEMA_VERSION;
+pub use store::PgStore;
+pub use url::redacted;

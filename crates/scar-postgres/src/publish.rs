@@ -1,0 +1,264 @@
+//! [`publish`]: a folder index's files into the store, each file in one transaction.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use pgvector::Vector;
+use postgres::{Client, Transaction};
+use scar_core::{ChunkId, Side};
+use scar_index::{DocumentEntry, Index, Skipped};
+
+use crate::store::{connect, int, seam_name};
+use crate::{Result, StoreError, schema};
+
+/// Rows inserted by one statement: a long document goes in several, in the same transaction.
+const ROWS_PER_INSERT: usize = 1000;
+
+/// What [`publish`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PublishReport {
+    /// Files written, new or changed.
+    pub published: usize,
+    /// Files the store already held with the same content.
+    pub unchanged: usize,
+    /// Files under the roots that the index no longer holds, removed from the store.
+    pub removed: usize,
+    /// Chunks written.
+    pub chunks: usize,
+    /// Files left out, with why.
+    pub skipped: Vec<Skipped>,
+    /// True when a cancel stopped it between two files.
+    pub cancelled: bool,
+}
+
+/// Writes the files `index` holds into the store at `url` (creating its tables in an empty
+/// database), and removes from the store the files under `roots` that the index no longer
+/// holds. A file whose content the store already holds is left alone. Each file is replaced in
+/// one transaction, under a lock on its path: writers publishing at once never lose or
+/// duplicate a chunk, and a writer killed midway leaves each file whole, old or new.
+/// `progress` hears (files done, files in all); `cancel` stops it between two files.
+pub fn publish(
+    index: &Index,
+    url: &str,
+    roots: &[PathBuf],
+    progress: &mut dyn FnMut(usize, usize),
+    cancel: &AtomicBool,
+) -> Result<PublishReport> {
+    let failed = |e| StoreError::from_client(url, e);
+    let mut client = connect(url)?;
+    let mut transaction = client.transaction().map_err(failed)?;
+    schema::create_or_check(&mut transaction, url, &index.manifest().model)?;
+    transaction.commit().map_err(failed)?;
+
+    let mut report = PublishReport::default();
+    // A file's documents (its text, then what it carries), files in the order they were indexed.
+    let mut files: BTreeMap<u32, (&str, Vec<&DocumentEntry>)> = BTreeMap::new();
+    let mut first_slot: HashMap<&Path, u32> = HashMap::new();
+    for document in index.documents() {
+        let Some(path) = document.path.to_str() else {
+            let reason = StoreError::PathNotUtf8(document.path.display().to_string());
+            report.skipped.push(Skipped {
+                path: document.path.clone(),
+                reason: reason.to_string(),
+            });
+            continue;
+        };
+        let slot = *first_slot.entry(&document.path).or_insert(document.slot);
+        files
+            .entry(slot)
+            .or_insert((path, Vec::new()))
+            .1
+            .push(document);
+    }
+    let held: HashMap<String, String> = client
+        .query("SELECT path, hash FROM scar_files", &[])
+        .map_err(failed)?
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    let gone = gone_under(&held, roots, &files);
+    let total = files.len() + gone.len();
+    for (done, (path, documents)) in files.values().enumerate() {
+        if cancel.load(Ordering::Relaxed) {
+            report.cancelled = true;
+            return Ok(report);
+        }
+        let hash = &documents[0].hash;
+        if held.get(*path) == Some(hash) {
+            report.unchanged += 1;
+        } else {
+            match write_file(&mut client, url, index, path, documents)? {
+                Some(chunks) => {
+                    report.published += 1;
+                    report.chunks += chunks;
+                }
+                None => report.unchanged += 1,
+            }
+        }
+        progress(done + 1, total);
+    }
+    for (done, path) in gone.iter().enumerate() {
+        if cancel.load(Ordering::Relaxed) {
+            report.cancelled = true;
+            return Ok(report);
+        }
+        let mut transaction = client.transaction().map_err(failed)?;
+        lock(&mut transaction, url, path)?;
+        report.removed += transaction
+            .execute("DELETE FROM scar_files WHERE path = $1", &[path])
+            .map_err(failed)?
+            .min(1) as usize;
+        transaction.commit().map_err(failed)?;
+        progress(files.len() + done + 1, total);
+    }
+    Ok(report)
+}
+
+/// The files the store holds under `roots` that the index does not.
+fn gone_under(
+    held: &HashMap<String, String>,
+    roots: &[PathBuf],
+    files: &BTreeMap<u32, (&str, Vec<&DocumentEntry>)>,
+) -> Vec<String> {
+    let kept: HashSet<&str> = files.values().map(|(path, _)| *path).collect();
+    let mut gone: Vec<String> = held
+        .keys()
+        .filter(|path| !kept.contains(path.as_str()))
+        .filter(|path| roots.iter().any(|root| Path::new(path).starts_with(root)))
+        .cloned()
+        .collect();
+    gone.sort();
+    gone
+}
+
+/// Holds the lock on `path` until the transaction ends: one writer at a time per file.
+fn lock(transaction: &mut Transaction<'_>, url: &str, path: &str) -> Result<()> {
+    transaction
+        .execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+            &[&path],
+        )
+        .map_err(|e| StoreError::from_client(url, e))?;
+    Ok(())
+}
+
+/// Replaces the file at `path` with `documents`, in one transaction: the chunks written, or
+/// `None` when another writer stored the same content first.
+fn write_file(
+    client: &mut Client,
+    url: &str,
+    index: &Index,
+    path: &str,
+    documents: &[&DocumentEntry],
+) -> Result<Option<usize>> {
+    let failed = |e| StoreError::from_client(url, e);
+    let hash = &documents[0].hash;
+    let mut transaction = client.transaction().map_err(failed)?;
+    lock(&mut transaction, url, path)?;
+    let current = transaction
+        .query_opt("SELECT hash FROM scar_files WHERE path = $1", &[&path])
+        .map_err(failed)?;
+    if current.is_some_and(|row| row.get::<_, String>(0) == *hash) {
+        return Ok(None);
+    }
+    transaction
+        .execute("DELETE FROM scar_files WHERE path = $1", &[&path])
+        .map_err(failed)?;
+    transaction
+        .execute(
+            "INSERT INTO scar_files (path, hash) VALUES ($1, $2)",
+            &[&path, hash],
+        )
+        .map_err(failed)?;
+    let mut chunks = 0;
+    for document in documents {
+        let id: i32 = transaction
+            .query_one(
+                "INSERT INTO scar_documents (path, attachment) VALUES ($1, $2) RETURNING id",
+                &[&path, &document.attachment],
+            )
+            .map_err(failed)?
+            .get(0);
+        let rows: Vec<u32> =
+            (document.first_row..document.first_row + document.chunk_count).collect();
+        for batch in rows.chunks(ROWS_PER_INSERT) {
+            insert_chunks(&mut transaction, url, index, id, batch)?;
+        }
+        chunks += rows.len();
+    }
+    transaction.commit().map_err(failed)?;
+    Ok(Some(chunks))
+}
+
+/// Inserts the index's `rows` as chunks of document `document`, in one statement.
+fn insert_chunks(
+    transaction: &mut Transaction<'_>,
+    url: &str,
+    index: &Index,
+    document: i32,
+    rows: &[u32],
+) -> Result<()> {
+    let mut columns = Columns::default();
+    for &row in rows {
+        let id = ChunkId(row);
+        let Some(chunk) = index.chunk(id) else {
+            continue;
+        };
+        let count = |value: usize| i32::try_from(value).unwrap_or(i32::MAX);
+        columns.ordinal.push(int(chunk.ordinal));
+        columns.char_start.push(count(chunk.chars.start));
+        columns.char_end.push(count(chunk.chars.end));
+        columns.tokens.push(count(chunk.token_count));
+        columns.section.push(chunk.section.map(int));
+        columns.page.push(chunk.page.map(int));
+        columns.heading_path.push(chunk.heading_path.to_owned());
+        columns.text.push(chunk.text.to_owned());
+        columns.continuity_next.push(index.continuity_next(id));
+        columns
+            .seam_after
+            .push(index.seam(id, Side::Next).map(seam_name));
+        columns
+            .embedding
+            .push(Vector::from(index.embedding(id).to_vec()));
+    }
+    transaction
+        .execute(
+            "INSERT INTO scar_chunks (document, ordinal, char_start, char_end, tokens, section, \
+             page, heading_path, text, continuity_next, seam_after, embedding) \
+             SELECT $1, * FROM unnest($2::int[], $3::int[], $4::int[], $5::int[], $6::int[], \
+             $7::int[], $8::text[], $9::text[], $10::real[], $11::text[], $12::vector[])",
+            &[
+                &document,
+                &columns.ordinal,
+                &columns.char_start,
+                &columns.char_end,
+                &columns.tokens,
+                &columns.section,
+                &columns.page,
+                &columns.heading_path,
+                &columns.text,
+                &columns.continuity_next,
+                &columns.seam_after,
+                &columns.embedding,
+            ],
+        )
+        .map_err(|e| StoreError::from_client(url, e))?;
+    Ok(())
+}
+
+/// Chunks as columns, for one insert over `unnest`.
+#[derive(Default)]
+struct Columns {
+    ordinal: Vec<i32>,
+    char_start: Vec<i32>,
+    char_end: Vec<i32>,
+    tokens: Vec<i32>,
+    section: Vec<Option<i32>>,
+    page: Vec<Option<i32>>,
+    heading_path: Vec<String>,
+    text: Vec<String>,
+    continuity_next: Vec<Option<f32>>,
+    seam_after: Vec<Option<String>>,
+    embedding: Vec<Vector>,
+}

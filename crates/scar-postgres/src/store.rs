@@ -1,0 +1,371 @@
+//! [`PgStore`]: the retriever's [`ChunkStore`] over a PostgreSQL database.
+
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use pgvector::Vector;
+use postgres::{Client, NoTls, Row};
+use scar_core::{ChunkId, Position, SeamKind, Side};
+use scar_embed::ModelInfo;
+use scar_policy::ChunkSource;
+use scar_retrieve::{ChunkStore, StoredChunk};
+
+use crate::{Result, StoreError, redacted, schema};
+
+/// How long a connection may take before the server counts as unreachable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A SCAR store in a PostgreSQL database, read by the retriever as a folder index is.
+pub struct PgStore {
+    url: String,
+    client: Mutex<Client>,
+    model: ModelInfo,
+    chunks: usize,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("url", &redacted(&self.url))
+            .field("model", &self.model.id)
+            .field("chunks", &self.chunks)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Connects to `url` (`postgres://USER@HOST:PORT/DB`, or libpq's key-value form), without TLS:
+/// the store is for a server on the machine or the local network.
+pub(crate) fn connect(url: &str) -> Result<Client> {
+    let mut config =
+        postgres::Config::from_str(url).map_err(|e| StoreError::from_client(url, e))?;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    config
+        .connect(NoTls)
+        .map_err(|e| StoreError::from_client(url, e))
+}
+
+impl PgStore {
+    /// Opens the store in the database at `url` for searching.
+    pub fn open(url: &str) -> Result<Self> {
+        let mut client = connect(url)?;
+        let failed = |e| StoreError::from_client(url, e);
+        let mut transaction = client.transaction().map_err(failed)?;
+        if !schema::has_vector(&mut transaction, url)? {
+            return Err(StoreError::NoVector { url: redacted(url) });
+        }
+        let model = schema::read(&mut transaction, url)?
+            .ok_or_else(|| StoreError::NoStore { url: redacted(url) })?;
+        let chunks: i64 = transaction
+            .query_one("SELECT count(*) FROM scar_chunks", &[])
+            .map_err(failed)?
+            .get(0);
+        transaction.commit().map_err(failed)?;
+        Ok(Self {
+            url: url.to_owned(),
+            client: Mutex::new(client),
+            model,
+            chunks: usize::try_from(chunks).unwrap_or(0),
+        })
+    }
+
+    /// The store as messages name it: its URL, password left out.
+    #[must_use]
+    pub fn url(&self) -> String {
+        redacted(&self.url)
+    }
+
+    fn query(
+        &self,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<Row>> {
+        // A panic elsewhere while the lock was held leaves the connection as sound as before.
+        let mut client = self
+            .client
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        client
+            .query(sql, params)
+            .map_err(|e| StoreError::from_client(&self.url, e))
+    }
+
+    /// The stored chunks with `id` among `ids`, or all, as (id, score) in order.
+    fn ranking(
+        &self,
+        sql_all: &str,
+        sql_among: &str,
+        query: &(dyn postgres::types::ToSql + Sync),
+        depth: usize,
+        among: Option<&[ChunkId]>,
+    ) -> Result<Vec<(ChunkId, f32)>> {
+        let limit = i64::try_from(depth).unwrap_or(i64::MAX);
+        let rows = match among {
+            None => self.query(sql_all, &[query, &limit])?,
+            Some(chunks) => {
+                let ids = ids(chunks);
+                self.query(sql_among, &[query, &limit, &ids])?
+            }
+        };
+        Ok(rows
+            .iter()
+            .map(|row| (chunk_id(row.get(0)), row.get::<_, f64>(1) as f32))
+            .collect())
+    }
+}
+
+/// A number the store keeps as `integer`: ids, ordinals and counts never reach 2³¹.
+pub(crate) fn int(value: u32) -> i32 {
+    i32::try_from(value).unwrap_or(i32::MAX)
+}
+
+/// A stored `integer` that is never negative.
+fn unsigned(value: i32) -> u32 {
+    u32::try_from(value).unwrap_or(0)
+}
+
+fn ids(chunks: &[ChunkId]) -> Vec<i32> {
+    chunks.iter().map(|id| int(id.0)).collect()
+}
+
+fn chunk_id(id: i32) -> ChunkId {
+    ChunkId(unsigned(id))
+}
+
+/// The words of a question as a full-text query that any of them matches, as BM25 scores a
+/// question: letters and digits only, so that nothing in it is query syntax.
+fn any_word_query(question: &str) -> String {
+    question
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+impl ChunkStore for PgStore {
+    fn location(&self) -> String {
+        self.url()
+    }
+
+    fn model(&self) -> &ModelInfo {
+        &self.model
+    }
+
+    fn len(&self) -> usize {
+        self.chunks
+    }
+
+    fn chunks_of(&self, slots: &[u32]) -> scar_retrieve::Result<Vec<ChunkId>> {
+        let documents: Vec<i32> = slots.iter().map(|&slot| int(slot)).collect();
+        let rows = self.query(
+            "SELECT id FROM scar_chunks WHERE document = ANY($1) ORDER BY document, ordinal",
+            &[&documents],
+        )?;
+        Ok(rows.iter().map(|row| chunk_id(row.get(0))).collect())
+    }
+
+    fn dense_ranking(
+        &self,
+        embedding: &[f32],
+        depth: usize,
+        among: Option<&[ChunkId]>,
+    ) -> scar_retrieve::Result<Vec<(ChunkId, f32)>> {
+        let query = Vector::from(embedding.to_vec());
+        Ok(self.ranking(
+            "SELECT id, 1 - (embedding <=> $1) FROM scar_chunks \
+             ORDER BY embedding <=> $1, id LIMIT $2",
+            "SELECT id, 1 - (embedding <=> $1) FROM scar_chunks WHERE id = ANY($3) \
+             ORDER BY embedding <=> $1, id LIMIT $2",
+            &query,
+            depth,
+            among,
+        )?)
+    }
+
+    fn lexical_ranking(
+        &self,
+        query: &str,
+        depth: usize,
+        among: Option<&[ChunkId]>,
+    ) -> scar_retrieve::Result<Vec<(ChunkId, f32)>> {
+        let words = any_word_query(query);
+        if words.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(self.ranking(
+            "SELECT id, ts_rank_cd(lexical, q)::float8 FROM scar_chunks, \
+             to_tsquery('english', $1) q WHERE lexical @@ q ORDER BY 2 DESC, id LIMIT $2",
+            "SELECT id, ts_rank_cd(lexical, q)::float8 FROM scar_chunks, \
+             to_tsquery('english', $1) q WHERE lexical @@ q AND id = ANY($3) \
+             ORDER BY 2 DESC, id LIMIT $2",
+            &words,
+            depth,
+            among,
+        )?)
+    }
+
+    fn chunk(&self, id: ChunkId) -> scar_retrieve::Result<Option<StoredChunk>> {
+        let rows = self.query(
+            "SELECT c.id, d.path, d.attachment, c.ordinal, c.char_start, c.char_end, c.tokens, \
+             c.heading_path, c.page, c.text FROM scar_chunks c \
+             JOIN scar_documents d ON d.id = c.document WHERE c.id = $1",
+            &[&int(id.0)],
+        )?;
+        Ok(rows.first().map(|row| StoredChunk {
+            id: chunk_id(row.get(0)),
+            document: row.get(1),
+            attachment: row.get(2),
+            ordinal: unsigned(row.get(3)),
+            chars: [unsigned(row.get(4)) as usize, unsigned(row.get(5)) as usize],
+            tokens: unsigned(row.get(6)) as usize,
+            heading_path: row.get(7),
+            page: row.get::<_, Option<i32>>(8).map(unsigned),
+            text: row.get(9),
+        }))
+    }
+
+    fn policy_source(&self, seeds: &[ChunkId]) -> scar_retrieve::Result<Box<dyn ChunkSource + '_>> {
+        let rows = self.query(
+            "SELECT id, document, ordinal, embedding, continuity_next, seam_after, tokens, \
+             section FROM scar_chunks WHERE document IN \
+             (SELECT document FROM scar_chunks WHERE id = ANY($1))",
+            &[&ids(seeds)],
+        )?;
+        Ok(Box::new(DocumentsRead::new(&rows)))
+    }
+}
+
+/// The chunks of the documents a search's seeds are in, read once: what the policy walks.
+struct DocumentsRead {
+    chunks: HashMap<ChunkId, ReadChunk>,
+    at: HashMap<Position, ChunkId>,
+}
+
+struct ReadChunk {
+    position: Position,
+    embedding: Vec<f32>,
+    continuity_next: Option<f32>,
+    seam_after: Option<SeamKind>,
+    tokens: usize,
+    section: Option<u32>,
+}
+
+impl DocumentsRead {
+    fn new(rows: &[Row]) -> Self {
+        let mut chunks = HashMap::with_capacity(rows.len());
+        let mut at = HashMap::with_capacity(rows.len());
+        for row in rows {
+            let id = chunk_id(row.get(0));
+            let position = Position {
+                document: unsigned(row.get(1)),
+                ordinal: unsigned(row.get(2)),
+            };
+            let embedding: Vector = row.get(3);
+            let seam: Option<String> = row.get(5);
+            chunks.insert(
+                id,
+                ReadChunk {
+                    position,
+                    embedding: embedding.to_vec(),
+                    continuity_next: row.get(4),
+                    seam_after: seam.and_then(|name| seam_kind(&name)),
+                    tokens: unsigned(row.get(6)) as usize,
+                    section: row.get::<_, Option<i32>>(7).map(unsigned),
+                },
+            );
+            at.insert(position, id);
+        }
+        Self { chunks, at }
+    }
+
+    fn read(&self, id: ChunkId) -> &ReadChunk {
+        // The policy asks only about the seeds and the neighbours this source gave.
+        &self.chunks[&id]
+    }
+
+    /// The chunk before the cut on `side` of `id`: `id` itself on its next side.
+    fn left_of_cut(&self, id: ChunkId, side: Side) -> Option<&ReadChunk> {
+        match side {
+            Side::Next => Some(self.read(id)),
+            Side::Previous => self.neighbour(id, side).map(|left| self.read(left)),
+        }
+    }
+}
+
+/// A seam kind from its name in the store.
+pub(crate) fn seam_name(kind: SeamKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+fn seam_kind(name: &str) -> Option<SeamKind> {
+    serde_json::from_value(serde_json::Value::String(name.to_owned())).ok()
+}
+
+impl ChunkSource for DocumentsRead {
+    fn embedding(&self, id: ChunkId) -> &[f32] {
+        &self.read(id).embedding
+    }
+
+    fn neighbour(&self, id: ChunkId, side: Side) -> Option<ChunkId> {
+        let Position { document, ordinal } = self.read(id).position;
+        let ordinal = match side {
+            Side::Previous => ordinal.checked_sub(1)?,
+            Side::Next => ordinal.checked_add(1)?,
+        };
+        self.at.get(&Position { document, ordinal }).copied()
+    }
+
+    fn continuity(&self, id: ChunkId, side: Side) -> f32 {
+        self.left_of_cut(id, side)
+            .and_then(|left| left.continuity_next)
+            .unwrap_or(f32::NAN)
+    }
+
+    fn seam(&self, id: ChunkId, side: Side) -> Option<SeamKind> {
+        self.left_of_cut(id, side).and_then(|left| left.seam_after)
+    }
+
+    fn position(&self, id: ChunkId) -> Position {
+        self.read(id).position
+    }
+
+    fn token_count(&self, id: ChunkId) -> usize {
+        self.read(id).tokens
+    }
+
+    fn section(&self, id: ChunkId) -> Option<u32> {
+        self.read(id).section
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_question_is_any_of_its_words_and_never_query_syntax() {
+        assert_eq!(
+            any_word_query("what's the fee (kayak) & <-> 'x':*"),
+            "what | s | the | fee | kayak | x"
+        );
+        assert_eq!(any_word_query("?!"), "");
+    }
+
+    #[test]
+    fn seam_kinds_round_trip_through_their_names() {
+        for kind in [
+            SeamKind::MidSentence,
+            SeamKind::SentenceEnd,
+            SeamKind::ParagraphBreak,
+            SeamKind::SectionChange,
+        ] {
+            assert_eq!(seam_kind(&seam_name(kind)), Some(kind));
+        }
+    }
+}

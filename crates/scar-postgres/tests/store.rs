@@ -1,0 +1,265 @@
+//! The store over a real PostgreSQL server with pgvector (`scripts/start-postgres`, which
+//! `scripts/test` runs and names in `SCAR_TEST_POSTGRES`): what the example index publishes
+//! there is searched and walked as the folder index is.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use scar_core::{ChunkId, SeamKind, Side};
+use scar_index::Index;
+use scar_policy::{Options, Outcome, Policy};
+use scar_postgres::{PgStore, StoreError, publish};
+use scar_retrieve::{ChunkStore, FirstStage, Retriever, SearchReport};
+use scar_test_support::{example_index, minilm, postgres_database, workspace};
+
+fn publish_example(url: &str) -> scar_postgres::PublishReport {
+    let index = Index::open(example_index()).unwrap();
+    let roots = [workspace().join("assets/example")];
+    publish(&index, url, &roots, &mut |_, _| {}, &AtomicBool::new(false)).unwrap()
+}
+
+/// Where a chunk is, as both stores name it: ids differ between stores, places do not.
+type Place = (String, u32);
+
+fn place(store: &dyn ChunkStore, id: ChunkId) -> Place {
+    let chunk = store.stored(id).unwrap();
+    (chunk.document, chunk.ordinal)
+}
+
+/// A neighbour's decision, with everything the policy computed from stored values.
+type Decision = (
+    Side,
+    u32,
+    Option<Place>,
+    Option<SeamKind>,
+    [Option<f32>; 5],
+    Outcome,
+);
+
+/// A report's decisions and context, by place.
+fn decisions(
+    store: &dyn ChunkStore,
+    report: &SearchReport,
+) -> (Vec<(Place, Vec<Decision>)>, Vec<Place>) {
+    let seeds = report
+        .ledger
+        .seeds
+        .iter()
+        .map(|seed| {
+            let neighbours = seed
+                .neighbours
+                .iter()
+                .map(|n| {
+                    (
+                        n.side,
+                        n.distance,
+                        n.id.map(|id| place(store, id)),
+                        n.seam,
+                        [n.query_cos, n.penalty, n.score, n.bar, n.margin],
+                        n.outcome,
+                    )
+                })
+                .collect();
+            (place(store, seed.id), neighbours)
+        })
+        .collect();
+    let context = report
+        .ledger
+        .context
+        .iter()
+        .map(|&id| place(store, id))
+        .collect();
+    (seeds, context)
+}
+
+#[test]
+fn the_store_gives_the_folder_index_s_dense_searches_and_decisions() {
+    let Some(url) = postgres_database("decisions") else {
+        return;
+    };
+    let report = publish_example(&url);
+    let index = Index::open(example_index()).unwrap();
+    assert_eq!(report.published, 4, "{report:?}");
+    assert_eq!(report.chunks, index.len());
+    let embedder = Arc::new(minilm());
+    let folder = Retriever::with_store(Arc::clone(&embedder), index).unwrap();
+    let server = Retriever::with_store(embedder, PgStore::open(&url).unwrap()).unwrap();
+    let questions = [
+        "What does it cost to take my kayak on the ferry?",
+        "How is a connection opened?",
+        "Who may cancel a booking, and until when?",
+    ];
+    // The policies that read stored values only; the evidence walk also reads the lexical
+    // ranking, which is PostgreSQL's own (below).
+    let policies = [
+        Policy::scar(1),
+        Policy::TopK,
+        Policy::StaticWindow { window: 2 },
+        Policy::Parent { block: 3 },
+        Policy::Section { block: 3 },
+    ];
+    let mut compared = 0;
+    for question in questions {
+        let ours = server.prepare(question, FirstStage::Dense, 3).unwrap();
+        let theirs = folder.prepare(question, FirstStage::Dense, 3).unwrap();
+        let places = |retriever: &dyn ChunkStore, seeds: &[scar_policy::Seed]| {
+            seeds
+                .iter()
+                .map(|s| place(retriever, s.id))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            places(server.store(), &ours.seeds),
+            places(folder.store(), &theirs.seeds),
+            "{question}"
+        );
+        for (a, b) in ours.seeds.iter().zip(&theirs.seeds) {
+            assert!((a.score - b.score).abs() < 1e-5, "{question}: {a:?} {b:?}");
+        }
+        for policy in policies {
+            let options = Options::new(policy).unwrap();
+            let ours = server.expand(&ours, &options).unwrap();
+            let theirs = folder.expand(&theirs, &options).unwrap();
+            assert_eq!(
+                decisions(server.store(), &ours),
+                decisions(folder.store(), &theirs),
+                "{question} ({policy})"
+            );
+            compared += ours.ledger.seeds.len();
+        }
+    }
+    assert_eq!(compared, questions.len() * policies.len() * 3);
+}
+
+#[test]
+fn publishing_again_writes_only_what_changed_and_removes_what_is_gone() {
+    let Some(url) = postgres_database("incremental") else {
+        return;
+    };
+    let first = publish_example(&url);
+    assert_eq!((first.published, first.unchanged), (4, 0));
+    let again = publish_example(&url);
+    assert_eq!((again.published, again.unchanged, again.chunks), (0, 4, 0));
+
+    // A folder index of three of the four files: the fourth leaves the store.
+    let dir = std::env::temp_dir().join(format!("scar-pg-three-{}", std::process::id()));
+    let docs = dir.join("docs");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&docs).unwrap();
+    let example = workspace().join("assets/example");
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&example)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    names.sort();
+    for name in &names[..3] {
+        std::fs::copy(name, docs.join(name.file_name().unwrap())).unwrap();
+    }
+    let embedder = minilm();
+    let options = scar_index::IndexOptions::default();
+    let cancel = AtomicBool::new(false);
+    scar_index::index_paths(
+        &dir.join("index"),
+        std::slice::from_ref(&docs),
+        &embedder,
+        &options,
+        &mut |_| {},
+        &cancel,
+    )
+    .unwrap();
+    let three = Index::open(dir.join("index")).unwrap();
+    let docs = docs.canonicalize().unwrap();
+    let report = publish(
+        &three,
+        &url,
+        std::slice::from_ref(&docs),
+        &mut |_, _| {},
+        &cancel,
+    )
+    .unwrap();
+    // New paths: three files published; the example's stay, being under another root.
+    assert_eq!((report.published, report.removed), (3, 0), "{report:?}");
+    std::fs::remove_file(docs.join(names[0].file_name().unwrap())).unwrap();
+    scar_index::index_paths(
+        &dir.join("index"),
+        std::slice::from_ref(&docs),
+        &embedder,
+        &options,
+        &mut |_| {},
+        &cancel,
+    )
+    .unwrap();
+    let two = Index::open(dir.join("index")).unwrap();
+    let report = publish(&two, &url, &[docs], &mut |_, _| {}, &cancel).unwrap();
+    assert_eq!(
+        (report.published, report.unchanged, report.removed),
+        (0, 2, 1),
+        "{report:?}"
+    );
+    let store = PgStore::open(&url).unwrap();
+    let example_chunks = Index::open(example_index()).unwrap().len();
+    assert_eq!(ChunkStore::len(&store), example_chunks + two.len());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn writers_publishing_at_once_never_lose_or_duplicate_a_chunk() {
+    let Some(url) = postgres_database("concurrent") else {
+        return;
+    };
+    let index = Index::open(example_index()).unwrap();
+    let expected = index.len();
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| {
+                let index = Index::open(example_index()).unwrap();
+                publish(&index, &url, &[], &mut |_, _| {}, &AtomicBool::new(false)).unwrap();
+            });
+        }
+    });
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let row = client
+        .query_one(
+            "SELECT count(*), count(DISTINCT (document, ordinal)), \
+             (SELECT count(*) FROM scar_files) FROM scar_chunks",
+            &[],
+        )
+        .unwrap();
+    let (chunks, distinct, files): (i64, i64, i64) = (row.get(0), row.get(1), row.get(2));
+    assert_eq!(
+        (chunks as usize, distinct as usize, files),
+        (expected, expected, 4)
+    );
+}
+
+#[test]
+fn errors_name_the_server_and_what_to_do_without_the_password() {
+    // Nothing listens on port 1.
+    let error =
+        PgStore::open("postgres://ann:s3cret@127.0.0.1:1/scar?connect_timeout=2").unwrap_err();
+    let message = scar_core::ErrorChain(&error).to_string();
+    assert!(matches!(error, StoreError::Unreachable { .. }), "{message}");
+    assert!(
+        message.contains("postgres://ann:***@127.0.0.1:1/scar"),
+        "{message}"
+    );
+    assert!(!message.contains("s3cret"), "{message}");
+
+    let Some(url) = postgres_database("errors") else {
+        return;
+    };
+    let error = PgStore::open(&url).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            StoreError::NoVector { .. } | StoreError::NoStore { .. }
+        ),
+        "{error}"
+    );
+    let missing = format!("{url}_missing");
+    let error = PgStore::open(&missing).unwrap_err();
+    assert!(matches!(error, StoreError::Refused { .. }), "{error}");
+    assert!(error.to_string().contains("does not exist"), "{error}");
+}
