@@ -164,6 +164,10 @@ impl RemoteModel {
 /// The longest line of an answer stream read: an event carries a few words of the answer.
 const MAX_EVENT_LINE: u64 = 1024 * 1024;
 
+/// The most bytes one token of any vocabulary decodes to, with room to spare: the bound on an
+/// answer of `max_tokens` tokens.
+const MAX_TOKEN_BYTES: usize = 256;
+
 /// What a server sent, quoted in an error: its start, not megabytes of it.
 fn quote(text: &str) -> String {
     const SHOWN: usize = 200;
@@ -280,12 +284,30 @@ impl Generator for RemoteModel {
             let Some(choice) = chunk.choices.into_iter().next() else {
                 continue;
             };
-            if let Some(piece) = choice.delta.content.filter(|p| !p.is_empty()) {
+            if let Some(mut piece) = choice.delta.content.filter(|p| !p.is_empty()) {
                 first_token_at.get_or_insert_with(|| started.elapsed());
+                // A server that sends more than was asked for is cut off where a local model
+                // stops: each piece holds at least one token, of at most MAX_TOKEN_BYTES.
+                let room = params
+                    .max_tokens
+                    .saturating_mul(MAX_TOKEN_BYTES)
+                    .saturating_sub(text.len());
+                let over = pieces >= params.max_tokens || piece.len() > room;
+                if over {
+                    let mut end = room.min(piece.len());
+                    while !piece.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    piece.truncate(if pieces >= params.max_tokens { 0 } else { end });
+                }
                 pieces += 1;
                 text.push_str(&piece);
-                if on_text(&piece).is_break() {
+                if !piece.is_empty() && on_text(&piece).is_break() {
                     stop = StopReason::Cancelled;
+                    break;
+                }
+                if over {
+                    stop = StopReason::MaxTokens;
                     break;
                 }
             }
@@ -386,6 +408,35 @@ mod tests {
             ControlFlow::Continue(())
         });
         (result, streamed)
+    }
+
+    #[test]
+    fn a_server_sending_more_than_max_tokens_is_cut_off_there() {
+        let params = GenerationParams {
+            max_tokens: 3,
+            ..GenerationParams::default()
+        };
+        let answer = |pieces: &[&str]| {
+            let server = CannedServer::start(vec![event_stream(pieces)]);
+            let mut model = RemoteModel::new(RemoteOptions::new(server.url("/v1"), "m")).unwrap();
+            let mut streamed = String::new();
+            let generation = model
+                .generate(&prompt(), &params, &mut |piece| {
+                    streamed.push_str(piece);
+                    ControlFlow::Continue(())
+                })
+                .unwrap();
+            assert_eq!(generation.text, streamed);
+            generation
+        };
+        let many = answer(&["one", " two", " three", " four", " five"]);
+        assert_eq!(many.text, "one two three");
+        assert_eq!(many.stop, StopReason::MaxTokens);
+        // Three tokens are never 2,000 bytes.
+        let long = "é".repeat(1000);
+        let huge = answer(&[&long]);
+        assert_eq!(huge.text.len(), 3 * MAX_TOKEN_BYTES);
+        assert_eq!(huge.stop, StopReason::MaxTokens);
     }
 
     #[test]

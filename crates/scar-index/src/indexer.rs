@@ -364,6 +364,8 @@ struct FileToLoad {
     /// The slots of the documents it replaces (its own and its attachments'), if it was
     /// indexed before.
     replaces: Vec<u32>,
+    /// The folder a link led it from, when it lies outside it.
+    reached_from: Option<PathBuf>,
 }
 
 impl FileToLoad {
@@ -431,7 +433,14 @@ impl<'a> Run<'a> {
             .documents()
             .iter()
             .filter(|d| {
-                roots.iter().any(|r| d.path.starts_with(r)) && !present.contains(d.path.as_path())
+                // A file a link led to from a root belongs to that root.
+                let owned = |root: &PathBuf| {
+                    d.path.starts_with(root)
+                        || d.reached_from
+                            .as_ref()
+                            .is_some_and(|from| from.starts_with(root))
+                };
+                roots.iter().any(owned) && !present.contains(d.path.as_path())
             })
             .collect();
         // Files, not documents: a mail's attachments go with it.
@@ -468,6 +477,7 @@ impl<'a> Run<'a> {
                 let (size, modified_ns) = file_stamp(&metadata);
                 let replaces = known.iter().map(|entry| entry.slot).collect();
                 todo.push(FileToLoad {
+                    reached_from: discovered.reached_from.get(&path).cloned(),
                     path,
                     size,
                     modified_ns,
@@ -787,6 +797,7 @@ impl<'a> Run<'a> {
                     chunks: &part.chunks,
                     vectors: &p.vectors[chunks.start * dimension..chunks.end * dimension],
                     token_counts: &token_counts,
+                    reached_from: p.file.reached_from.as_deref(),
                 })?;
             }
         }

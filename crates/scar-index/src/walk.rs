@@ -1,5 +1,6 @@
 //! Finding the files to index under the files and folders a person names.
 
+use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -11,6 +12,9 @@ use walkdir::WalkDir;
 pub(crate) struct Discovered {
     /// Regular files as canonical absolute paths, sorted, each once.
     pub files: Vec<PathBuf>,
+    /// For a file reached through a link that leads out of its root, that root (as
+    /// [`resolve_root`] names it): the file belongs to the root it was found from.
+    pub reached_from: HashMap<PathBuf, PathBuf>,
     /// Paths that could not be used, in the order met, each with a reason for a person.
     pub skipped: Vec<(PathBuf, String)>,
 }
@@ -27,6 +31,7 @@ pub(crate) fn discover(roots: &[PathBuf], index: &Path) -> Discovered {
     let index = fs::canonicalize(index).unwrap_or_else(|_| index.to_owned());
     let mut found = Discovered::default();
     for root in roots {
+        let resolved = resolve_root(root);
         let entries = WalkDir::new(root)
             .follow_links(true)
             .sort_by_file_name()
@@ -38,7 +43,7 @@ pub(crate) fn discover(roots: &[PathBuf], index: &Path) -> Discovered {
             });
         for entry in entries {
             match entry {
-                Ok(entry) if entry.file_type().is_file() => found.add_file(entry.path()),
+                Ok(entry) if entry.file_type().is_file() => found.add_file(entry.path(), &resolved),
                 Ok(entry) if entry.file_type().is_dir() => {}
                 // Reading a FIFO would block forever, and devices are not documents.
                 Ok(entry) => found.skip(entry.path(), "not a regular file".to_owned()),
@@ -79,9 +84,16 @@ pub(crate) fn resolve_root(root: &Path) -> PathBuf {
 }
 
 impl Discovered {
-    fn add_file(&mut self, path: &Path) {
+    fn add_file(&mut self, path: &Path, root: &Path) {
         match fs::canonicalize(path) {
-            Ok(canonical) => self.files.push(canonical),
+            Ok(canonical) => {
+                if !canonical.starts_with(root) {
+                    self.reached_from
+                        .entry(canonical.clone())
+                        .or_insert_with(|| root.to_owned());
+                }
+                self.files.push(canonical);
+            }
             Err(error) => self.skip(path, format!("cannot read: {error}")),
         }
     }

@@ -218,3 +218,65 @@ fn a_deleted_folder_takes_its_documents_with_it() {
     assert_eq!(report.removed, 2);
     assert_eq!(Index::open(dir.path()).unwrap().documents().len(), 0);
 }
+
+/// A file a link led to from outside its folder belongs to the folder it was found from: it
+/// leaves the index when the link goes, when the link leads elsewhere, or with the folder.
+#[test]
+fn files_reached_through_links_leave_with_the_link_or_the_folder() {
+    use std::os::unix::fs::symlink;
+
+    let docs = tempfile::tempdir().unwrap();
+    let (folder, outside) = (docs.path().join("trip"), docs.path().join("outside"));
+    let (elsewhere, other) = (docs.path().join("elsewhere"), docs.path().join("other"));
+    for dir in [&folder, &outside, &elsewhere, &other] {
+        std::fs::create_dir(dir).unwrap();
+    }
+    write(
+        &folder,
+        "ferry.txt",
+        "The ferry takes kayaks for eight euros.",
+    );
+    write(
+        &outside,
+        "walrus.txt",
+        "A walrus was seen on the north pier.",
+    );
+    write(
+        &elsewhere,
+        "narwhal.txt",
+        "Narwhals are rare this far south.",
+    );
+    write(&other, "tides.txt", "High tide is at six in the morning.");
+    symlink(outside.join("walrus.txt"), folder.join("walrus-link.txt")).unwrap();
+    symlink(&elsewhere, folder.join("far")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let embedder = tiny_bert();
+    let options = IndexOptions::default();
+    let run = |roots: &[std::path::PathBuf]| index(dir.path(), roots, &embedder, &options);
+    let names = || {
+        let mut names: Vec<String> = Index::open(dir.path())
+            .unwrap()
+            .documents()
+            .iter()
+            .map(|d| d.path.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(run(std::slice::from_ref(&folder)).added, 3);
+    // Another folder's run leaves them alone.
+    assert_eq!(run(std::slice::from_ref(&other)).removed, 0);
+    assert_eq!(
+        names(),
+        ["ferry.txt", "narwhal.txt", "tides.txt", "walrus.txt"]
+    );
+
+    std::fs::remove_file(folder.join("walrus-link.txt")).unwrap();
+    assert_eq!(run(std::slice::from_ref(&folder)).removed, 1);
+    assert_eq!(names(), ["ferry.txt", "narwhal.txt", "tides.txt"]);
+
+    std::fs::remove_dir_all(&folder).unwrap();
+    assert_eq!(run(std::slice::from_ref(&folder)).removed, 2);
+    assert_eq!(names(), ["tides.txt"]);
+    assert_consistent(&Index::open(dir.path()).unwrap());
+}

@@ -48,7 +48,15 @@ pub(super) fn workbook_text(bytes: &[u8], limit: u64) -> Result<(String, Vec<Hea
 /// A sheet's non-empty cells, row by row in order, each as its column and text.
 type SparseRows = Vec<Vec<(usize, String)>>;
 
-/// The cells read so far, and what is left of the file's budget for their text.
+/// What laying out one cell takes beside its text: its column and the string that holds it.
+const CELL_ROOM: usize = std::mem::size_of::<(usize, String)>();
+
+/// What a cell holding `text` costs the file's budget.
+fn cost(text: &str) -> usize {
+    text.len() + CELL_ROOM
+}
+
+/// The cells read so far, and what is left of the file's budget for them.
 struct Cells {
     limit: u64,
     left: u64,
@@ -87,29 +95,95 @@ fn rows_of(placed: BTreeMap<(u32, u32), String>) -> SparseRows {
 }
 
 /// Refuses a shared-strings part that declares more strings than its bytes can hold: the
-/// reader reserves room for the declared count before it reads one.
+/// reader reserves room for the declared count before it reads one. Every part whose root is
+/// an `sst` element is checked, under any prefix and wherever the workbook's relationships put
+/// it, its start tag read by an XML parser.
 fn check_shared_strings(archive: &mut Archive<'_>) -> Result<(), LoadError> {
-    let Some(xml) = archive.text("xl/sharedStrings.xml")? else {
-        return Ok(());
-    };
-    let Some(root) = xml.find("<sst").map(|start| &xml[start..]) else {
-        return Ok(());
-    };
-    let root = &root[..root.find('>').unwrap_or(root.len())];
-    for name in ["uniqueCount", "count"] {
-        let declared = root
-            .split_once(&format!(" {name}=\""))
-            .and_then(|(_, rest)| rest.split('"').next())
-            .and_then(|count| count.parse::<u64>().ok());
+    for name in archive.names() {
+        let Some((head, length)) = archive.head(&name, ROOT_TAG_LOOK)? else {
+            continue;
+        };
+        let Some((attribute, declared)) = declared_strings(&head) else {
+            continue;
+        };
         // `<si/>`, the shortest entry, is five bytes.
-        if declared.is_some_and(|count| count > xml.len() as u64 / 5) {
+        if declared > length / 5 {
             return Err(corrupt(
                 KIND,
-                format!("its shared strings declare more entries ({name}) than they hold"),
+                format!("its shared strings declare more entries ({attribute}) than they hold"),
             ));
         }
     }
     Ok(())
+}
+
+/// How much of a part is read to find its root element's start tag: one that does not close
+/// within it counts as declaring every count there is.
+const ROOT_TAG_LOOK: usize = 1 << 20;
+
+/// The larger count an `sst` root element declares, with the attribute that declares it.
+fn declared_strings(bytes: &[u8]) -> Option<(String, u64)> {
+    let text = match bytes {
+        [0xFF, 0xFE, rest @ ..] | [0xFE, 0xFF, rest @ ..] => {
+            let little = bytes[0] == 0xFF;
+            let units: Vec<u16> = rest
+                .chunks_exact(2)
+                .map(|pair| {
+                    let pair = [pair[0], pair[1]];
+                    if little {
+                        u16::from_le_bytes(pair)
+                    } else {
+                        u16::from_be_bytes(pair)
+                    }
+                })
+                .collect();
+            String::from_utf16_lossy(&units)
+        }
+        _ => String::from_utf8_lossy(bytes).into_owned(),
+    };
+    let Some(tag) = root_start_tag(&text) else {
+        // A start tag as long as the look, possibly an `sst` one: the worst is assumed.
+        return (bytes.len() >= ROOT_TAG_LOOK && text.contains("sst"))
+            .then(|| ("a start tag over 1 MiB".to_owned(), u64::MAX));
+    };
+    let closed = format!("{}/>", tag.trim_end_matches('>').trim_end_matches('/'));
+    let document = roxmltree::Document::parse(&closed).ok()?;
+    let root = document.root_element();
+    (root.tag_name().name() == "sst").then_some(())?;
+    root.attributes()
+        .filter(|attribute| matches!(attribute.name(), "count" | "uniqueCount"))
+        .filter_map(|attribute| {
+            let count = attribute.value().trim().parse::<u64>().ok()?;
+            Some((attribute.name().to_owned(), count))
+        })
+        .max_by_key(|(_, count)| *count)
+}
+
+/// The start tag of a document's root element, from its `<` to its `>`: past the
+/// declaration, comments and processing instructions, and any `>` inside a quoted value.
+fn root_start_tag(text: &str) -> Option<&str> {
+    let mut rest = text;
+    loop {
+        let start = rest.find('<')?;
+        rest = &rest[start..];
+        if let Some(comment) = rest.strip_prefix("<!--") {
+            rest = &comment[comment.find("-->")? + 3..];
+        } else if rest.starts_with("<?") || rest.starts_with("<!") {
+            rest = &rest[rest.find('>')? + 1..];
+        } else {
+            break;
+        }
+    }
+    let mut quote = None;
+    for (at, c) in rest.char_indices() {
+        match (quote, c) {
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(open), _) if c == open => quote = None,
+            (None, '>') => return Some(&rest[..=at]),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Excel's sheets: `.xlsx` (a zip) streamed cell by cell, `.xls` from the reader's cells.
@@ -137,12 +211,12 @@ fn calamine_sheets(
                 let text = match cell.get_value() {
                     // Shared by any number of cells: counted before it is copied.
                     DataRef::SharedString(shared) => {
-                        cells.take(shared.len(), 1)?;
+                        cells.take(cost(shared), 1)?;
                         (*shared).to_owned()
                     }
                     value => {
                         let text = cell_text(&Data::from(value.clone()));
-                        cells.take(text.len(), 1)?;
+                        cells.take(cost(&text), 1)?;
                         text
                     }
                 };
@@ -156,7 +230,7 @@ fn calamine_sheets(
                 .map_err(|e| corrupt(KIND, e))?;
             for (row, column, value) in range.used_cells() {
                 let text = cell_text(value);
-                cells.take(text.len(), 1)?;
+                cells.take(cost(&text), 1)?;
                 if !text.is_empty() {
                     placed.insert((row as u32, column as u32), text);
                 }
@@ -182,7 +256,7 @@ fn open_document_sheets(
             let cells_of_row = row_cells(row, cells)?;
             if !cells_of_row.is_empty() {
                 let repeats = repeats(row, "number-rows-repeated");
-                let bytes = cells_of_row.iter().map(|(_, text)| text.len()).sum();
+                let bytes = cells_of_row.iter().map(|(_, text)| cost(text)).sum();
                 cells.take(bytes, repeats - 1)?;
                 for _ in 0..repeats {
                     rows.push(cells_of_row.clone());
@@ -210,7 +284,7 @@ fn row_cells(row: Node, cells: &mut Cells) -> Result<Vec<(usize, String)>, LoadE
             .collect();
         let text = paragraphs.join("\n");
         if !text.trim().is_empty() {
-            cells.take(text.len(), repeats)?;
+            cells.take(cost(&text), repeats)?;
             for repeat in 0..repeats {
                 placed.push(((column + repeat) as usize, text.clone()));
             }
@@ -418,16 +492,53 @@ mod tests {
 
     #[test]
     fn shared_strings_that_declare_more_than_they_hold_are_refused() {
-        let shared = format!(
-            r#"<sst xmlns="{MAIN}" count="1" uniqueCount="4000000000000"><si><t>x</t></si></sst>"#
-        );
-        let bytes = xlsx(r#"<row r="1"><c r="A1" t="s"><v>0</v></c></row>"#, &shared);
-        let error = workbook_text(&bytes, 1 << 20).unwrap_err();
+        // Plain, prefixed, on a new line, in single quotes, after a comment.
+        let roots = [
+            format!(r#"<sst xmlns="{MAIN}" count="1" uniqueCount="4000000000000">"#),
+            format!(r#"<x:sst xmlns:x="{MAIN}" uniqueCount="4000000000000">"#),
+            format!("<sst xmlns=\"{MAIN}\"\n uniqueCount\n=\n'4000000000000'>"),
+            format!(
+                r#"<?xml version="1.0"?><!-- a > b --><sst xmlns="{MAIN}" count=" 4000000000000 ">"#
+            ),
+        ];
+        for root in roots {
+            let close = if root.contains("<x:sst") {
+                "</x:sst>"
+            } else {
+                "</sst>"
+            };
+            let item = if root.contains("<x:sst") {
+                "<x:si><x:t>x</x:t></x:si>"
+            } else {
+                "<si><t>x</t></si>"
+            };
+            let shared = format!("{root}{item}{close}");
+            let bytes = xlsx(r#"<row r="1"><c r="A1" t="s"><v>0</v></c></row>"#, &shared);
+            let error = workbook_text(&bytes, 1 << 20).unwrap_err();
+            let message = scar_core::ErrorChain(&error).to_string();
+            assert!(
+                message.starts_with(
+                    "corrupt spreadsheet file: its shared strings declare more entries"
+                ),
+                "{root}: {message}"
+            );
+        }
+        // Wherever the part is: the check does not go by its name.
+        let shared =
+            format!(r#"<sst xmlns="{MAIN}" uniqueCount="4000000000000"><si><t>x</t></si></sst>"#);
         assert_eq!(
-            scar_core::ErrorChain(&error).to_string(),
-            "corrupt spreadsheet file: its shared strings declare more entries (uniqueCount) \
-             than they hold"
+            declared_strings(shared.as_bytes()),
+            Some(("uniqueCount".to_owned(), 4_000_000_000_000))
         );
+        let utf16: Vec<u8> = [0xFF, 0xFE]
+            .into_iter()
+            .chain(shared.encode_utf16().flat_map(u16::to_le_bytes))
+            .collect();
+        assert_eq!(
+            declared_strings(&utf16).map(|(_, count)| count),
+            Some(4_000_000_000_000)
+        );
+        assert_eq!(declared_strings(b"<worksheet count='9'/>"), None);
     }
 
     fn ods(rows: &str) -> Vec<u8> {
@@ -457,6 +568,14 @@ mod tests {
         let bytes = ods(bomb);
         assert!(bytes.len() < 1024, "{} bytes", bytes.len());
         let error = workbook_text(&bytes, 1 << 20).unwrap_err();
+        assert!(
+            matches!(error, LoadError::CellsTooLarge { .. }),
+            "{error:?}"
+        );
+        // One-letter cells count what laying each out takes, not their one byte: 983,040 of
+        // them would take some 80 MB, under a 1 MiB limit.
+        let letters = r#"<table:table-row table:number-rows-repeated="60"><table:table-cell table:number-columns-repeated="16384"><text:p>x</text:p></table:table-cell></table:table-row>"#;
+        let error = workbook_text(&ods(letters), 1 << 20).unwrap_err();
         assert!(
             matches!(error, LoadError::CellsTooLarge { .. }),
             "{error:?}"

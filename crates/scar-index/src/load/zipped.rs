@@ -30,6 +30,16 @@ impl<'a> Archive<'a> {
     }
 
     /// The part named `name` as UTF-8 text, or `None` when the archive has no such part.
+    /// The names of its parts.
+    pub(super) fn names(&self) -> Vec<String> {
+        // A name that cannot be read names no part a reader can open.
+        self.zip
+            .file_names()
+            .filter_map(Result::ok)
+            .map(std::borrow::Cow::into_owned)
+            .collect()
+    }
+
     pub(super) fn text(&mut self, name: &str) -> Result<Option<String>, LoadError> {
         let Some(bytes) = self.bytes(name)? else {
             return Ok(None);
@@ -56,6 +66,29 @@ impl<'a> Archive<'a> {
             return Err(LoadError::InflatesTooLarge { limit: self.limit });
         }
         Ok(Some(bytes))
+    }
+
+    /// The first `head` bytes of part `name` and its whole inflated length, without keeping
+    /// the rest or counting it again: a look at a part [`Archive::inflate_all`] has counted.
+    pub(super) fn head(
+        &mut self,
+        name: &str,
+        head: usize,
+    ) -> Result<Option<(Vec<u8>, u64)>, LoadError> {
+        let mut part = match self.zip.by_name(name) {
+            Ok(part) => part,
+            Err(ZipError::FileNotFound) => return Ok(None),
+            Err(error) => return Err(corrupt(self.kind, error)),
+        };
+        let mut bytes = Vec::new();
+        let read = |error| corrupt(self.kind, error);
+        (&mut part)
+            .take(head as u64)
+            .read_to_end(&mut bytes)
+            .map_err(read)?;
+        let rest = std::io::copy(&mut part.take(self.limit), &mut std::io::sink()).map_err(read)?;
+        let length = bytes.len() as u64 + rest;
+        Ok(Some((bytes, length)))
     }
 
     /// Inflates every part, keeping nothing, to check that together they fit the limit before

@@ -98,6 +98,14 @@ pub struct DocumentEntry {
     /// empty for the other formats, and in catalogs written before pages were kept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pages: Vec<u32>,
+    /// The folder it was indexed from, when a link led it there from outside: it leaves the
+    /// index with that folder, or when the link goes. `None` for a file inside its folder.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "optional_stored_path"
+    )]
+    pub reached_from: Option<PathBuf>,
     /// A checksum of its rows as they were written (the first 8 bytes of blake3 over each row's
     /// vector, record and text), so that a verify finds a flipped bit; `None` in catalogs
     /// written before checksums were kept.
@@ -159,6 +167,32 @@ pub(crate) mod stored_path {
     #[cfg(not(unix))]
     fn from_bytes(bytes: Vec<u8>) -> PathBuf {
         PathBuf::from(String::from_utf8_lossy(&bytes).into_owned())
+    }
+}
+
+/// [`stored_path`] for a path that may be absent.
+pub(crate) mod optional_stored_path {
+    use std::path::PathBuf;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    #[allow(clippy::ref_option)] // serde's signature for `with`
+    pub(crate) fn serialize<S: Serializer>(
+        path: &Option<PathBuf>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match path {
+            Some(path) => super::stored_path::serialize(path, serializer),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<PathBuf>, D::Error> {
+        #[derive(Deserialize)]
+        struct Wrapped(#[serde(with = "super::stored_path")] PathBuf);
+        Ok(Option::<Wrapped>::deserialize(deserializer)?.map(|Wrapped(path)| path))
     }
 }
 
@@ -497,6 +531,7 @@ mod tests {
             first_row,
             chunk_count,
             pages: Vec::new(),
+            reached_from: None,
             checksum: None,
         };
         let catalog = Catalog {
@@ -546,6 +581,7 @@ mod tests {
             first_row: 0,
             chunk_count: 1,
             pages: Vec::new(),
+            reached_from: None,
             checksum: None,
         };
         let odd = entry(PathBuf::from(std::ffi::OsStr::from_bytes(

@@ -41,6 +41,8 @@ pub(crate) struct NewDocument<'a> {
     pub vectors: &'a [f32],
     /// The chunks' lengths in tokens.
     pub token_counts: &'a [usize],
+    /// The folder a link led it from, when it lies outside it.
+    pub reached_from: Option<&'a Path>,
 }
 
 /// The open write side of an index: appends rows, tracks the catalog, commits.
@@ -196,6 +198,7 @@ impl Writer {
             first_row,
             chunk_count: document.chunks.len() as u32,
             pages: document.pages.iter().map(|&start| start as u32).collect(),
+            reached_from: document.reached_from.map(Path::to_owned),
             checksum: Some(checksum.finish()),
         });
         Ok(())
