@@ -164,6 +164,29 @@ impl RemoteModel {
 /// The longest line of an answer stream read: an event carries a few words of the answer.
 const MAX_EVENT_LINE: u64 = 1024 * 1024;
 
+/// Cuts `piece`, arriving after `pieces` pieces and `written` bytes of answer, to what an answer
+/// of `max_tokens` tokens has room for; true when the answer is then full. A server that sends
+/// more than was asked for is cut off where a local model stops: each piece holds at least one
+/// token, of at most [`MAX_TOKEN_BYTES`].
+fn cut_to_max_tokens(piece: &mut String, pieces: usize, written: usize, max_tokens: usize) -> bool {
+    if pieces >= max_tokens {
+        piece.clear();
+        return true;
+    }
+    let room = max_tokens
+        .saturating_mul(MAX_TOKEN_BYTES)
+        .saturating_sub(written);
+    if piece.len() <= room {
+        return false;
+    }
+    let mut end = room;
+    while !piece.is_char_boundary(end) {
+        end -= 1;
+    }
+    piece.truncate(end);
+    true
+}
+
 /// The most bytes one token of any vocabulary decodes to, with room to spare: the bound on an
 /// answer of `max_tokens` tokens.
 const MAX_TOKEN_BYTES: usize = 256;
@@ -286,20 +309,7 @@ impl Generator for RemoteModel {
             };
             if let Some(mut piece) = choice.delta.content.filter(|p| !p.is_empty()) {
                 first_token_at.get_or_insert_with(|| started.elapsed());
-                // A server that sends more than was asked for is cut off where a local model
-                // stops: each piece holds at least one token, of at most MAX_TOKEN_BYTES.
-                let room = params
-                    .max_tokens
-                    .saturating_mul(MAX_TOKEN_BYTES)
-                    .saturating_sub(text.len());
-                let over = pieces >= params.max_tokens || piece.len() > room;
-                if over {
-                    let mut end = room.min(piece.len());
-                    while !piece.is_char_boundary(end) {
-                        end -= 1;
-                    }
-                    piece.truncate(if pieces >= params.max_tokens { 0 } else { end });
-                }
+                let over = cut_to_max_tokens(&mut piece, pieces, text.len(), params.max_tokens);
                 pieces += 1;
                 text.push_str(&piece);
                 if !piece.is_empty() && on_text(&piece).is_break() {
