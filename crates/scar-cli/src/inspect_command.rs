@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use scar_core::{ChunkId, Side};
 use scar_index::{Index, Skipped};
+use scar_retrieve::ChunkStore;
 
 use crate::display_path;
 use crate::settings::Settings;
@@ -24,6 +25,9 @@ pub struct InspectArgs {
 }
 
 pub fn run(settings: &Settings, args: &InspectArgs) -> Result<ExitCode> {
+    if let Some(url) = &settings.store.value {
+        return inspect_store(url, args);
+    }
     let index = Index::open(&settings.index.value)?;
     if args.verify {
         let problems = index.verify()?;
@@ -162,4 +166,62 @@ fn print_summary(index: &Index, skipped: &[Skipped]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `scar --store URL inspect`: what the PostgreSQL store holds, or one of its chunks.
+fn inspect_store(url: &str, args: &InspectArgs) -> Result<ExitCode> {
+    if args.verify {
+        bail!(
+            "--verify checks an index folder; a PostgreSQL store is kept whole by its \
+             transactions (drop --store to verify the index folder)"
+        );
+    }
+    let store = scar_postgres::PgStore::open(url)?;
+    if let Some(id) = args.chunk {
+        let Some(chunk) = store.chunk(ChunkId(id))? else {
+            bail!("the store at {} has no chunk {id}", store.url());
+        };
+        if args.json {
+            outln!(
+                "{}",
+                serde_json::json!({
+                    "id": chunk.id, "document": chunk.document, "attachment": chunk.attachment,
+                    "ordinal": chunk.ordinal, "chars": chunk.chars, "tokens": chunk.tokens,
+                    "heading_path": chunk.heading_path, "page": chunk.page, "text": chunk.text,
+                })
+            );
+        } else {
+            outln!(
+                "chunk {} · {} ¶{} · {} tokens",
+                chunk.id,
+                inert(&chunk.document),
+                chunk.ordinal + 1,
+                chunk.tokens
+            );
+            if !chunk.heading_path.is_empty() {
+                outln!("{}", inert(&chunk.heading_path));
+            }
+            outln!("{}", inert(&chunk.text));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let summary = store.summary()?;
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        outln!("store: {}", summary.url);
+        outln!(
+            "model: {} ({} dimensions) · schema version {}",
+            summary.model.id,
+            summary.model.dimension,
+            summary.schema_version
+        );
+        outln!(
+            "{} files, {} documents, {} chunks · dense search: exact",
+            summary.files,
+            summary.documents,
+            summary.chunks
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }

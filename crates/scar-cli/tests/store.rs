@@ -92,6 +92,17 @@ fn shells_index_into_one_store_at_once_and_another_searches_it() {
     );
     assert_eq!(place["ordinal"], 3, "{report}");
     assert!(!nowhere.exists());
+
+    // And sees what the store holds, and a chunk of it.
+    let output = run(scar(&nowhere).args(["--store", &url, "inspect", "--json"]));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(summary["files"], 4, "{summary}");
+    assert_eq!(summary["chunks"].as_i64().unwrap(), chunks, "{summary}");
+    let seed = seed.as_u64().unwrap().to_string();
+    let output = run(scar(&nowhere).args(["--store", &url, "inspect", "--chunk", &seed]));
+    let shown = String::from_utf8_lossy(&output.stdout);
+    assert!(shown.contains("ferry-handbook.md ¶4") && shown.contains("kayak"), "{shown}");
+    assert!(!nowhere.exists());
 }
 
 #[test]

@@ -21,5 +21,5 @@ mod url;
 pub use error::{Result, StoreError};
 pub use publish::{PublishReport, publish};
 pub use schema::SCHEMA_VERSION;
-pub use store::PgStore;
+pub use store::{PgStore, StoreSummary};
 pub use url::redacted;

@@ -14,6 +14,23 @@ use scar_retrieve::{ChunkStore, StoredChunk};
 
 use crate::{Result, StoreError, redacted, schema};
 
+/// What a store holds, as `scar inspect` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct StoreSummary {
+    /// The server and database, password left out.
+    pub url: String,
+    /// The version of its tables.
+    pub schema_version: u32,
+    /// The model its chunks were embedded with.
+    pub model: ModelInfo,
+    /// Files published.
+    pub files: usize,
+    /// Their documents (a mail's attachments are documents of their own).
+    pub documents: usize,
+    /// Their chunks.
+    pub chunks: usize,
+}
+
 /// How long a connection may take before the server counts as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -69,6 +86,31 @@ impl PgStore {
             client: Mutex::new(client),
             model,
             chunks: usize::try_from(chunks).unwrap_or(0),
+        })
+    }
+
+    /// What the store holds, counted now.
+    pub fn summary(&self) -> Result<StoreSummary> {
+        let row = self
+            .query(
+                "SELECT (SELECT count(*) FROM scar_files), (SELECT count(*) FROM scar_documents), \
+                 (SELECT count(*) FROM scar_chunks)",
+                &[],
+            )?
+            .into_iter()
+            .next()
+            .ok_or_else(|| StoreError::Metadata {
+                url: self.url(),
+                what: "its counts",
+            })?;
+        let count = |at: usize| usize::try_from(row.get::<_, i64>(at)).unwrap_or(0);
+        Ok(StoreSummary {
+            url: self.url(),
+            schema_version: crate::SCHEMA_VERSION,
+            model: self.model.clone(),
+            files: count(0),
+            documents: count(1),
+            chunks: count(2),
         })
     }
 
