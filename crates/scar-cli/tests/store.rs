@@ -5,7 +5,7 @@ use std::process::Stdio;
 
 use scar_test_support::postgres_database;
 
-use crate::common::{run, scar, workspace};
+use crate::common::{fails_with, run, scar, workspace};
 
 #[test]
 fn shells_index_into_one_store_at_once_and_another_searches_it() {
@@ -101,7 +101,10 @@ fn shells_index_into_one_store_at_once_and_another_searches_it() {
     let seed = seed.as_u64().unwrap().to_string();
     let output = run(scar(&nowhere).args(["--store", &url, "inspect", "--chunk", &seed]));
     let shown = String::from_utf8_lossy(&output.stdout);
-    assert!(shown.contains("ferry-handbook.md ¶4") && shown.contains("kayak"), "{shown}");
+    assert!(
+        shown.contains("ferry-handbook.md ¶4") && shown.contains("kayak"),
+        "{shown}"
+    );
     assert!(!nowhere.exists());
 }
 
@@ -134,4 +137,21 @@ fn the_store_s_password_is_never_shown() {
         "{stderr}"
     );
     assert!(!stderr.contains("s3cret"), "{stderr}");
+}
+
+#[test]
+fn commands_that_read_only_the_folder_refuse_a_store() {
+    let nowhere = std::path::Path::new("/nonexistent");
+    for command in [
+        &["serve"][..],
+        &["mcp"],
+        &["eval", "--corpus", ".", "--benchmark", "b.json"],
+    ] {
+        fails_with(
+            scar(nowhere)
+                .args(["--store", "postgres://ann:s3cret@127.0.0.1:1/scar"])
+                .args(command),
+            "reads the index folder, not a PostgreSQL store",
+        );
+    }
 }

@@ -12,7 +12,7 @@ use scar_index::Index;
 use scar_policy::{Options, Outcome, Policy};
 use scar_postgres::{PgStore, StoreError, publish};
 use scar_retrieve::{ChunkStore, FirstStage, Retriever, SearchReport};
-use scar_test_support::{example_index, minilm, postgres_database, workspace};
+use scar_test_support::{example_index, minilm, postgres_database, postgres_replica_of, workspace};
 
 fn publish_example(url: &str) -> scar_postgres::PublishReport {
     let index = Index::open(example_index()).unwrap();
@@ -262,4 +262,81 @@ fn errors_name_the_server_and_what_to_do_without_the_password() {
     let error = PgStore::open(&missing).unwrap_err();
     assert!(matches!(error, StoreError::Refused { .. }), "{error}");
     assert!(error.to_string().contains("does not exist"), "{error}");
+}
+
+#[test]
+fn a_replica_serves_what_the_primary_committed_and_takes_no_writes() {
+    let Some(url) = postgres_database("replica") else {
+        return;
+    };
+    let Some(replica) = postgres_replica_of(&url) else {
+        return;
+    };
+    publish_example(&url);
+    // The replica has caught up once it has replayed the primary's log to its end now (commits
+    // are not waited for on the test server, so its insert position, not its write position).
+    let mut primary = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let now: String = primary
+        .query_one("SELECT pg_current_wal_insert_lsn()::text", &[])
+        .unwrap()
+        .get(0);
+    let started = std::time::Instant::now();
+    let caught_up = loop {
+        let done = postgres::Client::connect(&replica, postgres::NoTls)
+            .and_then(|mut client| {
+                client.query_one(
+                    "SELECT pg_last_wal_replay_lsn() >= $1::text::pg_lsn",
+                    &[&now],
+                )
+            })
+            .is_ok_and(|row| row.get::<_, bool>(0));
+        if done || started.elapsed().as_secs() > 30 {
+            break done;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(caught_up, "the replica did not catch up in 30 s");
+    let embedder = Arc::new(minilm());
+    let from_primary =
+        Retriever::with_store(Arc::clone(&embedder), PgStore::open(&url).unwrap()).unwrap();
+    let from_replica = Retriever::with_store(embedder, PgStore::open(&replica).unwrap()).unwrap();
+    let options = Options::new(Policy::scar(1)).unwrap();
+    for question in [
+        "What does it cost to take my kayak on the ferry?",
+        "Who may cancel a booking, and until when?",
+    ] {
+        for stage in [FirstStage::Dense, FirstStage::Hybrid] {
+            let ours = from_replica.search(question, stage, 3, &options).unwrap();
+            let theirs = from_primary.search(question, stage, 3, &options).unwrap();
+            assert_eq!(
+                decisions(from_replica.store(), &ours),
+                decisions(from_primary.store(), &theirs),
+                "{question} ({stage})"
+            );
+        }
+    }
+    // A new file cannot be written there: the replica says it is read-only.
+    let dir = std::env::temp_dir().join(format!("scar-pg-replica-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("docs")).unwrap();
+    std::fs::write(
+        dir.join("docs/tides.txt"),
+        "High tide is at six in the morning.",
+    )
+    .unwrap();
+    let cancel = AtomicBool::new(false);
+    scar_index::index_paths(
+        &dir.join("index"),
+        &[dir.join("docs")],
+        &minilm(),
+        &scar_index::IndexOptions::default(),
+        &mut |_| {},
+        &cancel,
+    )
+    .unwrap();
+    let index = Index::open(dir.join("index")).unwrap();
+    let error = publish(&index, &replica, &[], &mut |_, _| {}, &cancel).unwrap_err();
+    assert!(matches!(error, StoreError::Refused { .. }), "{error}");
+    assert!(error.to_string().contains("read-only"), "{error}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -144,6 +144,29 @@ pub fn uniform_stream(mut state: u64) -> impl FnMut() -> f32 {
     }
 }
 
+/// The database at `database` (a URL [`postgres_database`] gave) as the test server's streaming
+/// replica serves it (`SCAR_TEST_POSTGRES_REPLICA`, which `scripts/test` sets); or `None`, said,
+/// when no replica is named and none is required.
+///
+/// # Panics
+///
+/// When `SCAR_REQUIRE_TOOLS` is set and no replica is named.
+#[must_use]
+pub fn postgres_replica_of(database: &str) -> Option<String> {
+    let Ok(replica) = std::env::var("SCAR_TEST_POSTGRES_REPLICA") else {
+        assert!(
+            std::env::var_os("SCAR_REQUIRE_TOOLS").is_none(),
+            "SCAR_REQUIRE_TOOLS is set (scripts/test sets it) but SCAR_TEST_POSTGRES_REPLICA \
+             names no replica"
+        );
+        eprintln!("skipped: SCAR_TEST_POSTGRES_REPLICA names no PostgreSQL replica");
+        return None;
+    };
+    let (server, _) = replica.rsplit_once('/').expect("a URL names its database");
+    let (_, name) = database.rsplit_once('/').expect("a URL names its database");
+    Some(format!("{server}/{name}"))
+}
+
 /// A new, empty database on the PostgreSQL test server (`scripts/start-postgres`, which
 /// `scripts/test` runs and names in `SCAR_TEST_POSTGRES`), named after `name` and this process,
 /// as a URL; or `None`, said, when no server is named and none is required.
