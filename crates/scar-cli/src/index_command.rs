@@ -421,12 +421,19 @@ fn index_into(
         );
     }
     let bar = progress_bar(json, "{bar:30} {percent:>3}% {msg}");
-    let report = index(&mut |p| show_progress(&bar, p), cancel)?;
+    let mut report = index(&mut |p| show_progress(&bar, p), cancel)?;
     bar.finish_and_clear();
     let published = match store {
         Some(url) if !report.cancelled => Some(publish(dir, url, roots, json, cancel)?),
         _ => None,
     };
+    // A cancel while publishing cancels the run: the next one finishes both.
+    if published
+        .as_ref()
+        .is_some_and(|published| published.cancelled)
+    {
+        report.cancelled = true;
+    }
 
     if json {
         let mut value = serde_json::to_value(&report)?;
@@ -484,29 +491,35 @@ fn index_into(
             );
         }
         if let (Some(published), Some(url)) = (&published, store) {
-            for skipped in &published.skipped {
-                eprintln!(
-                    "not published {}: {}",
-                    inert(&display_path(&skipped.path)),
-                    inert(&skipped.reason)
-                );
-            }
-            outln!(
-                "published to {}: {} files written ({} chunks), {} unchanged, {} removed{}",
-                scar_postgres::redacted(url),
-                published.published,
-                published.chunks,
-                published.unchanged,
-                published.removed,
-                if published.cancelled {
-                    "; cancelled, the rest is left for the next run"
-                } else {
-                    ""
-                },
-            );
+            print_published(url, published)?;
         }
     }
     Ok(report)
+}
+
+/// What publishing to the store at `url` did, for a person.
+fn print_published(url: &str, published: &scar_postgres::PublishReport) -> Result<()> {
+    for skipped in &published.skipped {
+        eprintln!(
+            "not published {}: {}",
+            inert(&display_path(&skipped.path)),
+            inert(&skipped.reason)
+        );
+    }
+    outln!(
+        "published to {}: {} files written ({} chunks), {} unchanged, {} removed{}",
+        scar_postgres::redacted(url),
+        published.published,
+        published.chunks,
+        published.unchanged,
+        published.removed,
+        if published.cancelled {
+            "; cancelled, the rest is left for the next run"
+        } else {
+            ""
+        },
+    );
+    Ok(())
 }
 
 /// Publishes the index in `dir` to the store at `url`, with a progress bar of files.
@@ -518,11 +531,11 @@ fn publish(
     cancel: &AtomicBool,
 ) -> Result<scar_postgres::PublishReport> {
     let index = scar_index::Index::open(dir)?;
-    // The index names files by their canonical paths; a root that is gone keeps its own.
+    // The roots as the index names the files under them, gone ones too.
     let roots: Vec<PathBuf> = roots
         .iter()
-        .map(|root| root.canonicalize().or_else(|_| std::path::absolute(root)))
-        .collect::<std::io::Result<_>>()?;
+        .map(|root| scar_index::resolve_root(root))
+        .collect();
     let bar = progress_bar(json, "{bar:30} {pos}/{len} files {msg}");
     bar.set_message(format!("publishing to {}", scar_postgres::redacted(url)));
     let report = scar_postgres::publish(

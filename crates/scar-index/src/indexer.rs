@@ -364,7 +364,7 @@ struct FileToLoad {
     /// The slots of the documents it replaces (its own and its attachments'), if it was
     /// indexed before.
     replaces: Vec<u32>,
-    /// The folder a link led it from, when it lies outside it.
+    /// Where it was found through a link, when it lies outside the folder indexed.
     reached_from: Option<PathBuf>,
 }
 

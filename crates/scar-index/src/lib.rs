@@ -67,4 +67,5 @@ pub use store::{
     Catalog, ChunkView, DocumentEntry, Index, Manifest, VectorEncoding, document_name,
 };
 pub use swap::{InterruptedSwap, finish_interrupted_swap, rebuild_dir, replace_with_rebuild};
+pub use walk::resolve_root;
 pub use watch::{Burst, FolderWatch};

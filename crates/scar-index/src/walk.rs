@@ -12,8 +12,8 @@ use walkdir::WalkDir;
 pub(crate) struct Discovered {
     /// Regular files as canonical absolute paths, sorted, each once.
     pub files: Vec<PathBuf>,
-    /// For a file reached through a link that leads out of its root, that root (as
-    /// [`resolve_root`] names it): the file belongs to the root it was found from.
+    /// For a file reached through a link that leads out of its root, the path it was found at
+    /// (under the root as [`resolve_root`] names it): it belongs there, and leaves with it.
     pub reached_from: HashMap<PathBuf, PathBuf>,
     /// Paths that could not be used, in the order met, each with a reason for a person.
     pub skipped: Vec<(PathBuf, String)>,
@@ -43,7 +43,13 @@ pub(crate) fn discover(roots: &[PathBuf], index: &Path) -> Discovered {
             });
         for entry in entries {
             match entry {
-                Ok(entry) if entry.file_type().is_file() => found.add_file(entry.path(), &resolved),
+                Ok(entry) if entry.file_type().is_file() => {
+                    let found_at = entry
+                        .path()
+                        .strip_prefix(root)
+                        .map_or_else(|_| resolved.clone(), |below| resolved.join(below));
+                    found.add_file(entry.path(), &resolved, found_at);
+                }
                 Ok(entry) if entry.file_type().is_dir() => {}
                 // Reading a FIFO would block forever, and devices are not documents.
                 Ok(entry) => found.skip(entry.path(), "not a regular file".to_owned()),
@@ -59,7 +65,8 @@ pub(crate) fn discover(roots: &[PathBuf], index: &Path) -> Discovered {
 /// A root as the index names the files under it: its canonical path, or for a root that no
 /// longer exists, its nearest existing ancestor's canonical path with the rest added back, so
 /// that the documents of a deleted or renamed folder are still found under it.
-pub(crate) fn resolve_root(root: &Path) -> PathBuf {
+#[must_use]
+pub fn resolve_root(root: &Path) -> PathBuf {
     if let Ok(canonical) = root.canonicalize() {
         return canonical;
     }
@@ -84,13 +91,13 @@ pub(crate) fn resolve_root(root: &Path) -> PathBuf {
 }
 
 impl Discovered {
-    fn add_file(&mut self, path: &Path, root: &Path) {
+    fn add_file(&mut self, path: &Path, root: &Path, found_at: PathBuf) {
         match fs::canonicalize(path) {
             Ok(canonical) => {
                 if !canonical.starts_with(root) {
                     self.reached_from
                         .entry(canonical.clone())
-                        .or_insert_with(|| root.to_owned());
+                        .or_insert(found_at);
                 }
                 self.files.push(canonical);
             }

@@ -71,11 +71,12 @@ pub fn publish(
             .1
             .push(document);
     }
-    let held: HashMap<String, String> = client
-        .query("SELECT path, hash FROM scar_files", &[])
+    // Each stored file's hash, and where it was found through a link, if it was.
+    let held: HashMap<String, (String, Option<String>)> = client
+        .query("SELECT path, hash, reached_from FROM scar_files", &[])
         .map_err(failed)?
         .iter()
-        .map(|row| (row.get(0), row.get(1)))
+        .map(|row| (row.get(0), (row.get(1), row.get(2))))
         .collect();
     let gone = gone_under(&held, roots, &files);
     let total = files.len() + gone.len();
@@ -85,7 +86,7 @@ pub fn publish(
             return Ok(report);
         }
         let hash = &documents[0].hash;
-        if held.get(*path) == Some(hash) {
+        if held.get(*path).is_some_and(|(held, _)| held == hash) {
             report.unchanged += 1;
         } else {
             match write_file(&mut client, url, index, path, documents)? {
@@ -115,18 +116,20 @@ pub fn publish(
     Ok(report)
 }
 
-/// The files the store holds under `roots` that the index does not.
+/// The files the store holds under `roots` (or found through a link under them) that the index
+/// does not.
 fn gone_under(
-    held: &HashMap<String, String>,
+    held: &HashMap<String, (String, Option<String>)>,
     roots: &[PathBuf],
     files: &BTreeMap<u32, (&str, Vec<&DocumentEntry>)>,
 ) -> Vec<String> {
     let kept: HashSet<&str> = files.values().map(|(path, _)| *path).collect();
+    let under = |path: &str| roots.iter().any(|root| Path::new(path).starts_with(root));
     let mut gone: Vec<String> = held
-        .keys()
-        .filter(|path| !kept.contains(path.as_str()))
-        .filter(|path| roots.iter().any(|root| Path::new(path).starts_with(root)))
-        .cloned()
+        .iter()
+        .filter(|(path, _)| !kept.contains(path.as_str()))
+        .filter(|(path, (_, found_at))| under(path) || found_at.as_deref().is_some_and(under))
+        .map(|(path, _)| path.clone())
         .collect();
     gone.sort();
     gone
@@ -167,8 +170,15 @@ fn write_file(
         .map_err(failed)?;
     transaction
         .execute(
-            "INSERT INTO scar_files (path, hash) VALUES ($1, $2)",
-            &[&path, hash],
+            "INSERT INTO scar_files (path, hash, reached_from) VALUES ($1, $2, $3)",
+            &[
+                &path,
+                hash,
+                &documents[0]
+                    .reached_from
+                    .as_deref()
+                    .map(|found_at| found_at.to_string_lossy().into_owned()),
+            ],
         )
         .map_err(failed)?;
     let mut chunks = 0;

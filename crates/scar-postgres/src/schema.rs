@@ -13,6 +13,7 @@ const SCHEMA_LOCK: i64 = 0x5CA2_0001;
 
 /// The tables of version 1, for chunks of `dimension` values. A file is the unit a writer
 /// replaces; a file's documents are its own text and what it carries (a mail's attachments).
+/// A file a link led to from outside the folder indexed keeps the path it was found at.
 /// The lexical column is the text BM25 reads in a folder index: the heading path, then the
 /// chunk's own text.
 fn tables(dimension: usize) -> String {
@@ -20,6 +21,7 @@ fn tables(dimension: usize) -> String {
         "CREATE TABLE scar_files (
              path text PRIMARY KEY,
              hash text NOT NULL,
+             reached_from text,
              published_at timestamptz NOT NULL DEFAULT now()
          );
          CREATE TABLE scar_documents (

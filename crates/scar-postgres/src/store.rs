@@ -276,7 +276,18 @@ impl ChunkStore for PgStore {
              (SELECT document FROM scar_chunks WHERE id = ANY($1))",
             &[&ids(seeds)],
         )?;
-        Ok(Box::new(DocumentsRead::new(&rows)))
+        let read = DocumentsRead::new(&rows);
+        // A writer on another machine may have replaced a seed's file since the search ranked it.
+        if let Some(&gone) = seeds.iter().find(|id| !read.chunks.contains_key(id)) {
+            return Err(scar_retrieve::RetrieveError::Store {
+                location: self.url(),
+                source: format!(
+                    "chunk {gone} was replaced while the question was searched; ask again"
+                )
+                .into(),
+            });
+        }
+        Ok(Box::new(read))
     }
 }
 

@@ -2,38 +2,47 @@
 
 /// `url` with any password replaced by `***`: in the URL form
 /// (`postgres://user:secret@host/db`, `?password=secret`) and the key-value form
-/// (`host=h password=secret`).
+/// (`host=h password=secret`). Where the form is ambiguous, more is hidden, never less.
 #[must_use]
 pub fn redacted(url: &str) -> String {
-    if let Some((scheme, rest)) = url.split_once("://") {
-        let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
-        let authority = match authority.rsplit_once('@') {
-            Some((user_info, host)) => match user_info.split_once(':') {
-                Some((user, _)) => format!("{user}:***@{host}"),
-                None => authority.to_owned(),
-            },
-            None => authority.to_owned(),
-        };
-        let tail = match tail.split_once('?') {
-            Some((path, query)) => {
-                let query: Vec<String> = query
-                    .split('&')
-                    .map(|pair| match pair.split_once('=') {
-                        Some((key, _)) if key.eq_ignore_ascii_case("password") => {
-                            format!("{key}=***")
-                        }
-                        _ => pair.to_owned(),
-                    })
-                    .collect();
-                format!("{path}?{}", query.join("&"))
-            }
-            None => tail.to_owned(),
-        };
-        return format!("{scheme}://{authority}{tail}");
-    }
-    // Key-value form: a password's value may be quoted, and hold spaces.
-    let mut out = String::with_capacity(url.len());
-    let mut rest = url;
+    let url_form = ["postgres://", "postgresql://"]
+        .iter()
+        .find(|scheme| url.starts_with(**scheme));
+    let Some(scheme) = url_form else {
+        return redacted_key_values(url);
+    };
+    let rest = &url[scheme.len()..];
+    // The user information runs to an `@`, and a password may hold `/`, `?` or `@`: everything
+    // from the first `:` to the last `@` goes.
+    let rest = match (rest.rfind('@'), rest.find(':')) {
+        (Some(at), Some(colon)) if colon < at => {
+            format!("{}:***{}", &rest[..colon], &rest[at..])
+        }
+        _ => rest.to_owned(),
+    };
+    let rest = match rest.split_once('?') {
+        Some((path, query)) => {
+            let query: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((key, _)) if key.eq_ignore_ascii_case("password") => {
+                        format!("{key}=***")
+                    }
+                    _ => pair.to_owned(),
+                })
+                .collect();
+            format!("{path}?{}", query.join("&"))
+        }
+        None => rest,
+    };
+    format!("{scheme}{rest}")
+}
+
+/// libpq's key-value form with each `password` value replaced; a value may be quoted (with
+/// `\'` inside) or not (with `\` escaping the next character).
+fn redacted_key_values(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
     while let Some(at) = rest.find("password") {
         let (before, from) = rest.split_at(at);
         out.push_str(before);
@@ -44,20 +53,19 @@ pub fn redacted(url: &str) -> String {
             continue;
         };
         let value = value.trim_start();
-        let end = if let Some(quoted) = value.strip_prefix('\'') {
-            let mut escaped = false;
-            let close = quoted
-                .char_indices()
-                .find(|&(_, c)| {
-                    let closes = c == '\'' && !escaped;
-                    escaped = c == '\\' && !escaped;
-                    closes
-                })
-                .map_or(quoted.len(), |(i, _)| i + 1);
-            value.len() - quoted.len() + close
-        } else {
-            value.find(char::is_whitespace).unwrap_or(value.len())
-        };
+        let quoted = value.starts_with('\'');
+        let mut escaped = false;
+        let mut end = value.len();
+        for (i, c) in value.char_indices().skip(usize::from(quoted)) {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if (quoted && c == '\'') || (!quoted && c.is_whitespace()) {
+                end = if quoted { i + 1 } else { i };
+                break;
+            }
+        }
         out.push_str("password=***");
         rest = &value[end..];
     }
@@ -91,6 +99,16 @@ mod tests {
             ),
             (
                 "host=db password = 'a b\\' c' user=ann",
+                "host=db password=*** user=ann",
+            ),
+            // A password holding `/`, `?` or `@`, a value holding `://`, an escaped space.
+            (
+                "postgres://ann:pa/s3cret?x@db/scar",
+                "postgres://ann:***@db/scar",
+            ),
+            ("host=db password=ab://s3cret", "host=db password=***"),
+            (
+                "host=db password=a\\ s3cret user=ann",
                 "host=db password=*** user=ann",
             ),
         ];

@@ -340,3 +340,49 @@ fn a_replica_serves_what_the_primary_committed_and_takes_no_writes() {
     assert!(error.to_string().contains("read-only"), "{error}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_file_found_through_a_link_leaves_the_store_with_its_link() {
+    use std::os::unix::fs::symlink;
+
+    let Some(url) = postgres_database("links") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("scar-pg-links-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (docs, outside) = (dir.join("docs"), dir.join("outside"));
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(
+        docs.join("tides.txt"),
+        "High tide is at six in the morning.",
+    )
+    .unwrap();
+    std::fs::write(
+        outside.join("walrus.txt"),
+        "A walrus was seen on the north pier.",
+    )
+    .unwrap();
+    symlink(outside.join("walrus.txt"), docs.join("walrus-link.txt")).unwrap();
+    let embedder = minilm();
+    let cancel = AtomicBool::new(false);
+    let index_and_publish = || {
+        scar_index::index_paths(
+            &dir.join("index"),
+            std::slice::from_ref(&docs),
+            &embedder,
+            &scar_index::IndexOptions::default(),
+            &mut |_| {},
+            &cancel,
+        )
+        .unwrap();
+        let index = Index::open(dir.join("index")).unwrap();
+        let roots = [scar_index::resolve_root(&docs)];
+        publish(&index, &url, &roots, &mut |_, _| {}, &cancel).unwrap()
+    };
+    assert_eq!(index_and_publish().published, 2);
+    std::fs::remove_file(docs.join("walrus-link.txt")).unwrap();
+    let report = index_and_publish();
+    assert_eq!((report.removed, report.unchanged), (1, 1), "{report:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

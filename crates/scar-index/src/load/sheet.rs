@@ -117,11 +117,12 @@ fn check_shared_strings(archive: &mut Archive<'_>) -> Result<(), LoadError> {
     Ok(())
 }
 
-/// How much of a part is read to find its root element's start tag: one that does not close
-/// within it counts as declaring every count there is.
+/// How much of a part is read to find an `sst` element in: a part cut there that may hold one
+/// unseen counts as declaring every count there is.
 const ROOT_TAG_LOOK: usize = 1 << 20;
 
-/// The larger count an `sst` root element declares, with the attribute that declares it.
+/// The larger count the first `sst` element declares, under any prefix and wherever it sits
+/// (the reader reserves on the first it meets), with the attribute that declares it.
 fn declared_strings(bytes: &[u8]) -> Option<(String, u64)> {
     let text = match bytes {
         [0xFF, 0xFE, rest @ ..] | [0xFE, 0xFF, rest @ ..] => {
@@ -141,49 +142,70 @@ fn declared_strings(bytes: &[u8]) -> Option<(String, u64)> {
         }
         _ => String::from_utf8_lossy(bytes).into_owned(),
     };
-    let Some(tag) = root_start_tag(&text) else {
-        // A start tag as long as the look, possibly an `sst` one: the worst is assumed.
-        return (bytes.len() >= ROOT_TAG_LOOK && text.contains("sst"))
-            .then(|| ("a start tag over 1 MiB".to_owned(), u64::MAX));
-    };
-    let closed = format!("{}/>", tag.trim_end_matches('>').trim_end_matches('/'));
-    let document = roxmltree::Document::parse(&closed).ok()?;
-    let root = document.root_element();
-    (root.tag_name().name() == "sst").then_some(())?;
-    root.attributes()
-        .filter(|attribute| matches!(attribute.name(), "count" | "uniqueCount"))
-        .filter_map(|attribute| {
-            let count = attribute.value().trim().parse::<u64>().ok()?;
-            Some((attribute.name().to_owned(), count))
-        })
-        .max_by_key(|(_, count)| *count)
+    let worst = || ("a start tag past the look".to_owned(), u64::MAX);
+    let cut = bytes.len() >= ROOT_TAG_LOOK;
+    let mut rest = text.as_str();
+    while let Some(open) = rest.find('<') {
+        rest = &rest[open + 1..];
+        let skip_to = |rest: &str, end: &str| rest.find(end).map(|at| at + end.len());
+        let skipped = if rest.starts_with("!--") {
+            skip_to(rest, "-->")
+        } else if rest.starts_with(['?', '!', '/']) {
+            skip_to(rest, ">")
+        } else {
+            let Some(end) = tag_end(rest) else {
+                return (cut && rest.contains("sst")).then(worst);
+            };
+            let tag = &rest[..end];
+            let name = tag.split(|c: char| c.is_whitespace() || c == '/').next()?;
+            if name.rsplit(':').next() == Some("sst") {
+                return Some(counts(tag).unwrap_or_else(|| ("none".to_owned(), 0)));
+            }
+            Some(end + 1)
+        };
+        let Some(skipped) = skipped else {
+            return (cut && rest.contains("sst")).then(worst);
+        };
+        rest = &rest[skipped..];
+    }
+    None
 }
 
-/// The start tag of a document's root element, from its `<` to its `>`: past the
-/// declaration, comments and processing instructions, and any `>` inside a quoted value.
-fn root_start_tag(text: &str) -> Option<&str> {
-    let mut rest = text;
-    loop {
-        let start = rest.find('<')?;
-        rest = &rest[start..];
-        if let Some(comment) = rest.strip_prefix("<!--") {
-            rest = &comment[comment.find("-->")? + 3..];
-        } else if rest.starts_with("<?") || rest.starts_with("<!") {
-            rest = &rest[rest.find('>')? + 1..];
-        } else {
-            break;
-        }
-    }
+/// Where a tag's `>` is, past any in a quoted value.
+fn tag_end(tag: &str) -> Option<usize> {
     let mut quote = None;
-    for (at, c) in rest.char_indices() {
+    for (at, c) in tag.char_indices() {
         match (quote, c) {
             (None, '"' | '\'') => quote = Some(c),
             (Some(open), _) if c == open => quote = None,
-            (None, '>') => return Some(&rest[..=at]),
+            (None, '>') => return Some(at),
             _ => {}
         }
     }
     None
+}
+
+/// The larger of a start tag's `count` and `uniqueCount` attributes (under any prefix); a value
+/// that is not a plain number (an entity, say) counts as the largest there is.
+fn counts(tag: &str) -> Option<(String, u64)> {
+    let mut best: Option<(String, u64)> = None;
+    let mut rest = tag;
+    while let Some(equals) = rest.find('=') {
+        let name = rest[..equals].split_whitespace().last().unwrap_or_default();
+        let value = rest[equals + 1..].trim_start();
+        let quote = value.chars().next()?;
+        let body = &value[quote.len_utf8()..];
+        let close = body.find(quote)?;
+        let local = name.rsplit(':').next().unwrap_or_default();
+        if matches!(local, "count" | "uniqueCount") {
+            let count = body[..close].trim().parse::<u64>().unwrap_or(u64::MAX);
+            if best.as_ref().is_none_or(|(_, seen)| count > *seen) {
+                best = Some((local.to_owned(), count));
+            }
+        }
+        rest = &body[close + quote.len_utf8()..];
+    }
+    best
 }
 
 /// Excel's sheets: `.xlsx` (a zip) streamed cell by cell, `.xls` from the reader's cells.
@@ -539,6 +561,19 @@ mod tests {
             Some(4_000_000_000_000)
         );
         assert_eq!(declared_strings(b"<worksheet count='9'/>"), None);
+        // Not the root, under a prefix no one declares, or with a number in an entity.
+        for part in [
+            &b"<a><sst uniqueCount='4000000000000'><si/></sst></a>"[..],
+            b"<x:sst uniqueCount=\"4000000000000\"><x:si/></x:sst>",
+            b"<sst count=\"&#52;000000000000\"/>",
+        ] {
+            let (_, count) = declared_strings(part).unwrap();
+            assert!(
+                count >= 4_000_000_000_000,
+                "{}",
+                String::from_utf8_lossy(part)
+            );
+        }
     }
 
     fn ods(rows: &str) -> Vec<u8> {

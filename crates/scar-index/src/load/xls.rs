@@ -29,6 +29,8 @@ mod record {
     pub const LABEL_SST: u16 = 0x00FD;
     pub const MUL_RK: u16 = 0x00BD;
     pub const FORMULA: u16 = 0x0006;
+    /// A formula's text value, placed where the last formula was (at first, A1).
+    pub const STRING: u16 = 0x0207;
     /// Cells of one value each, placed by their first four bytes (row, column): numbers,
     /// labels, rich labels, booleans and errors, compressed numbers.
     pub const SINGLE_CELLS: [u16; 5] = [0x0203, 0x0204, 0x00D6, 0x0205, 0x027E];
@@ -175,13 +177,6 @@ impl<'a> Pieces<'a> {
         Some(&piece[self.at..])
     }
 
-    fn take(&mut self, count: usize) -> Option<&'a [u8]> {
-        let piece = self.current()?;
-        let taken = piece.get(..count)?;
-        self.at += count;
-        Some(taken)
-    }
-
     fn skip(&mut self, mut count: usize) -> Option<()> {
         while count > 0 {
             let here = self.current()?.len().min(count);
@@ -191,31 +186,53 @@ impl<'a> Pieces<'a> {
         Some(())
     }
 
+    /// Bytes of the piece being read, from where reading is: none once it is used up.
+    fn here(&self) -> &'a [u8] {
+        let piece: &'a [u8] = self.pieces.first().copied().unwrap_or_default();
+        piece.get(self.at..).unwrap_or_default()
+    }
+
+    /// `count` bytes of the piece being read, never running on into the next.
+    fn take_here(&mut self, count: usize) -> Option<&'a [u8]> {
+        let taken = self.here().get(..count)?;
+        self.at += count;
+        Some(taken)
+    }
+
     fn next_string(&mut self) -> Option<u64> {
-        let header = self.take(3)?;
+        // As the reader does: a piece used up moves reading to the next, where an empty piece
+        // is an empty string of its own.
+        if self.here().is_empty() {
+            self.pieces = self.pieces.get(1..).filter(|rest| !rest.is_empty())?;
+            self.at = 0;
+            if self.here().is_empty() {
+                return Some(0);
+            }
+        }
+        let header = self.take_here(3)?;
         let (characters, flags) = (u16::from_le_bytes([header[0], header[1]]), header[2]);
         let runs = if flags & 0x8 == 0 {
             0
         } else {
-            usize::from(u16_at(self.take(2)?, 0)?)
+            usize::from(u16_at(self.take_here(2)?, 0)?)
         };
         let extra = if flags & 0x4 == 0 {
             0
         } else {
-            u32_at(self.take(4)?, 0)? as usize
+            u32_at(self.take_here(4)?, 0)? as usize
         };
         let mut wide = flags & 0x1 != 0;
         let mut left = usize::from(characters);
         while left > 0 {
-            let piece = self.current()?;
-            let here = (piece.len() / if wide { 2 } else { 1 }).min(left);
-            self.at += here * if wide { 2 } else { 1 };
+            let width = if wide { 2 } else { 1 };
+            let here = (self.here().len() / width).min(left);
+            self.at += here * width;
             left -= here;
             if left > 0 {
                 // The characters run on into the next piece, whose first byte is their flags.
-                self.pieces = self.pieces.get(1..)?;
+                self.pieces = self.pieces.get(1..).filter(|rest| !rest.is_empty())?;
                 self.at = 0;
-                wide = self.take(1)?[0] & 0x1 != 0;
+                wide = self.take_here(1)?[0] & 0x1 != 0;
             }
         }
         self.skip(runs * 4)?;
@@ -231,6 +248,8 @@ struct SheetExtent {
     cells: u64,
     /// Cells its DIMENSIONS records declare: the reader reserves room for them.
     declared: u64,
+    /// The vector the reader gathers the cells in, as it grows.
+    room: Room,
     /// The rectangle its cells span: the reader lays out every cell in it.
     spanned: Span,
     /// Formulas, laid out in a rectangle of their own.
@@ -240,6 +259,37 @@ struct SheetExtent {
     shared_text: u64,
     /// Bytes of the stream it is read from, to its end-of-file record.
     length: usize,
+}
+
+/// A vector's length and capacity as cells are pushed and room is reserved, grown as the
+/// standard library grows one (doubling, at least four).
+#[derive(Debug, Default)]
+struct Room {
+    len: u64,
+    capacity: u64,
+}
+
+impl Room {
+    fn reserve(&mut self, more: u64) {
+        if self.capacity - self.len < more {
+            self.capacity = self
+                .capacity
+                .saturating_mul(2)
+                .max(self.len.saturating_add(more));
+        }
+    }
+
+    fn push(&mut self, count: u64) {
+        self.len = self.len.saturating_add(count);
+        while self.capacity < self.len {
+            self.capacity = self.capacity.saturating_mul(2).max(4);
+        }
+    }
+
+    /// Slots reserved and never filled.
+    fn empty(&self) -> u64 {
+        self.capacity - self.len
+    }
 }
 
 /// The rows and columns a set of cells spans.
@@ -268,6 +318,7 @@ impl SheetExtent {
     fn read(sheet: &[u8], shared_string_bytes: &[u64]) -> Self {
         let mut extent = Self::default();
         let (mut seen_bof, mut nested) = (false, 0usize);
+        let mut formula_at = (0, 0);
         for (kind, data) in records(sheet) {
             extent.length += 4 + data.len();
             if nested > 0 {
@@ -284,7 +335,9 @@ impl SheetExtent {
                 record::BOF => seen_bof = true,
                 record::EOF => break,
                 record::DIMENSIONS => {
-                    extent.declared = extent.declared.saturating_add(declared_cells(data));
+                    let cells = declared_cells(data);
+                    extent.declared = extent.declared.max(cells);
+                    extent.room.reserve(cells);
                 }
                 record::LABEL_SST => {
                     if let (Some(position), Some(index)) = (at(), u32_at(data, 6))
@@ -302,6 +355,7 @@ impl SheetExtent {
                         && data.len() == 6 + 6 * count as usize
                     {
                         extent.cells += u64::from(count);
+                        extent.room.push(u64::from(count));
                         extent.spanned.add((row, first));
                         extent.spanned.add((row, u32::from(last)));
                     }
@@ -311,10 +365,13 @@ impl SheetExtent {
                     // which can only overstate the empty layout.
                     if let Some(position) = at() {
                         extent.spanned.add(position);
+                        extent.room.push(1);
                         extent.formulas += 1;
                         extent.formulas_spanned.add(position);
+                        formula_at = position;
                     }
                 }
+                record::STRING => extent.place(formula_at),
                 _ if record::SINGLE_CELLS.contains(&kind) => {
                     if let Some(position) = at() {
                         extent.place(position);
@@ -328,6 +385,7 @@ impl SheetExtent {
 
     fn place(&mut self, position: (u32, u32)) {
         self.cells += 1;
+        self.room.push(1);
         self.spanned.add(position);
     }
 
@@ -335,18 +393,15 @@ impl SheetExtent {
     /// reserved for the declared cells, and the empty cells of the rectangles.
     fn empty_layout_bytes(&self) -> u64 {
         let bytes = |cells: u64, each: usize| cells.saturating_mul(each as u64);
-        bytes(
-            self.declared.saturating_sub(self.cells),
-            size_of::<Cell<Data>>(),
-        )
-        .saturating_add(bytes(
-            self.spanned.cells().saturating_sub(self.cells),
-            size_of::<Data>(),
-        ))
-        .saturating_add(bytes(
-            self.formulas_spanned.cells().saturating_sub(self.formulas),
-            size_of::<String>(),
-        ))
+        bytes(self.room.empty(), size_of::<Cell<Data>>())
+            .saturating_add(bytes(
+                self.spanned.cells().saturating_sub(self.cells),
+                size_of::<Data>(),
+            ))
+            .saturating_add(bytes(
+                self.formulas_spanned.cells().saturating_sub(self.formulas),
+                size_of::<String>(),
+            ))
     }
 }
 
@@ -568,6 +623,11 @@ mod tests {
         assert!(bytes.len() < 4096);
         let error = refusal(&bytes, 50 * MIB);
         assert!(error.contains("16777216 cells"), "{error}");
+        // A formula's text value with no formula before it is placed at A1.
+        let string = record(record::STRING, &[0, 0, 0]);
+        let far = vec![string, number(u16::MAX, 255, 2.0)];
+        let error = refusal(&xls(&[("Sheet1", far)], &[], 0), 50 * MIB);
+        assert!(error.contains("16777216 cells"), "{error}");
         // Close together they are read.
         let near = vec![number(0, 0, 1.0), number(40, 30, 2.0)];
         workbook_text(&xls(&[("Sheet1", near)], &[], 0), 50 * MIB).unwrap();
@@ -614,6 +674,15 @@ mod tests {
         let first: &[u8] = &[5, 0, 0, b'a', b'b'];
         let second: &[u8] = &[0, b'c', b'd', b'e', 2, 0, 1, b'x', 0, b'y', 0];
         assert_eq!(string_lengths(&[first, second]), [15, 6]);
+        // An empty piece is an empty string; characters starting a piece follow its flags.
+        let empty: &[u8] = &[];
+        assert_eq!(
+            string_lengths(&[&[1, 0, 0, b'a'], empty, &[2, 0, 0, b'b', b'c']]),
+            [3, 0, 6]
+        );
+        let header_only: &[u8] = &[2, 0, 0];
+        let run_on: &[u8] = &[1, b'x', 0, b'y', 0];
+        assert_eq!(string_lengths(&[header_only, run_on]), [6]);
         // Formatting runs and extra bytes are skipped; a string cut short ends the list.
         let rich: &[u8] = &[
             1,

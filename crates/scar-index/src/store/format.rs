@@ -98,8 +98,9 @@ pub struct DocumentEntry {
     /// empty for the other formats, and in catalogs written before pages were kept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pages: Vec<u32>,
-    /// The folder it was indexed from, when a link led it there from outside: it leaves the
-    /// index with that folder, or when the link goes. `None` for a file inside its folder.
+    /// Where it was found, when a link led there from outside the folder indexed (the path
+    /// through the link): it leaves the index when that path goes, with its link or a folder
+    /// above. `None` for a file inside its folder.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",

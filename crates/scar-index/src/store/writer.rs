@@ -41,7 +41,7 @@ pub(crate) struct NewDocument<'a> {
     pub vectors: &'a [f32],
     /// The chunks' lengths in tokens.
     pub token_counts: &'a [usize],
-    /// The folder a link led it from, when it lies outside it.
+    /// Where it was found through a link, when it lies outside the folder indexed.
     pub reached_from: Option<&'a Path>,
 }
 
