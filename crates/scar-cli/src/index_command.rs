@@ -185,16 +185,20 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
         .watch
         .then(|| FolderWatch::new(&args.paths, dir))
         .transpose()?;
-    let store = settings.store.value.as_deref();
-    let report = index_into(
-        dir,
-        &embedder,
-        style,
-        store,
-        &args.paths,
-        &cancel,
-        |progress, cancel| index_paths(dir, &args.paths, &embedder, &options, progress, cancel),
-    )?;
+    // One run over the paths, publishing to the store when one is set.
+    let run_with = |options: &IndexOptions| {
+        let store = settings.store.value.as_deref();
+        index_into(
+            dir,
+            &embedder,
+            style,
+            store,
+            &args.paths,
+            &cancel,
+            |progress, cancel| index_paths(dir, &args.paths, &embedder, options, progress, cancel),
+        )
+    };
+    let report = run_with(&options)?;
     let Some(mut watch) = watch else {
         return Ok(index_exit(report.is_complete()));
     };
@@ -222,15 +226,7 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
         if style == ReportStyle::Text {
             eprintln!("{} changed", plural(burst.paths.len(), "path"));
         }
-        let run = index_into(
-            dir,
-            &embedder,
-            style,
-            store,
-            &args.paths,
-            &cancel,
-            |progress, cancel| index_paths(dir, &args.paths, &embedder, &options, progress, cancel),
-        );
+        let run = run_with(&options);
         // One failed run (a file locked, a full disk) does not end the watch: the next burst
         // tries again.
         match run {

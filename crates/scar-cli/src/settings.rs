@@ -213,6 +213,23 @@ struct Layers {
 }
 
 impl Layers {
+    /// A setting whose value is text or nothing (`none`, or empty).
+    fn resolve_optional_text(
+        &self,
+        key: &'static str,
+        flag: Option<&String>,
+    ) -> Result<Setting<Option<String>>> {
+        let setting = self.resolve(
+            key,
+            flag.cloned().map(|u| OptionalText(Some(u))),
+            OptionalText(None),
+        )?;
+        Ok(Setting {
+            value: setting.value.0,
+            source: setting.source,
+        })
+    }
+
     fn read() -> Result<Self> {
         let environment = std::env::vars()
             .filter_map(|(k, v)| {
@@ -326,25 +343,6 @@ fn edit_distance(a: &str, b: &str) -> usize {
 /// A text that may be absent (`none` or empty clears it).
 #[derive(Debug, Clone)]
 struct OptionalText(Option<String>);
-
-impl Layers {
-    /// A setting whose value is text or nothing (`none`, or empty).
-    fn resolve_optional_text(
-        &self,
-        key: &'static str,
-        flag: Option<&String>,
-    ) -> Result<Setting<Option<String>>> {
-        let setting = self.resolve(
-            key,
-            flag.cloned().map(|u| OptionalText(Some(u))),
-            OptionalText(None),
-        )?;
-        Ok(Setting {
-            value: setting.value.0,
-            source: setting.source,
-        })
-    }
-}
 
 impl FromStr for OptionalText {
     type Err = std::convert::Infallible;

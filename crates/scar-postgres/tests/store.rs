@@ -3,16 +3,32 @@
 //! there is searched and walked as the folder index is.
 #![allow(clippy::unwrap_used)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use scar_core::{ChunkId, SeamKind, Side};
+use scar_embed::Embedder;
 use scar_index::Index;
 use scar_policy::{Options, Outcome, Policy};
 use scar_postgres::{PgStore, StoreError, publish};
 use scar_retrieve::{ChunkStore, FirstStage, Retriever, SearchReport};
 use scar_test_support::{example_index, minilm, postgres_database, postgres_replica_of, workspace};
+
+/// The folder index in `index` of the files in `docs`, brought up to date.
+fn index_folder(index: &Path, docs: &Path, embedder: &Embedder) -> Index {
+    let report = scar_index::index_paths(
+        index,
+        &[docs.to_owned()],
+        embedder,
+        &scar_index::IndexOptions::default(),
+        &mut |_| {},
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    assert!(report.is_complete(), "{report:?}");
+    Index::open(index).unwrap()
+}
 
 fn publish_example(url: &str) -> scar_postgres::PublishReport {
     let index = Index::open(example_index()).unwrap();
@@ -158,18 +174,8 @@ fn publishing_again_writes_only_what_changed_and_removes_what_is_gone() {
         std::fs::copy(name, docs.join(name.file_name().unwrap())).unwrap();
     }
     let embedder = minilm();
-    let options = scar_index::IndexOptions::default();
     let cancel = AtomicBool::new(false);
-    scar_index::index_paths(
-        &dir.join("index"),
-        std::slice::from_ref(&docs),
-        &embedder,
-        &options,
-        &mut |_| {},
-        &cancel,
-    )
-    .unwrap();
-    let three = Index::open(dir.join("index")).unwrap();
+    let three = index_folder(&dir.join("index"), &docs, &embedder);
     let docs = docs.canonicalize().unwrap();
     let report = publish(
         &three,
@@ -182,16 +188,7 @@ fn publishing_again_writes_only_what_changed_and_removes_what_is_gone() {
     // New paths: three files published; the example's stay, being under another root.
     assert_eq!((report.published, report.removed), (3, 0), "{report:?}");
     std::fs::remove_file(docs.join(names[0].file_name().unwrap())).unwrap();
-    scar_index::index_paths(
-        &dir.join("index"),
-        std::slice::from_ref(&docs),
-        &embedder,
-        &options,
-        &mut |_| {},
-        &cancel,
-    )
-    .unwrap();
-    let two = Index::open(dir.join("index")).unwrap();
+    let two = index_folder(&dir.join("index"), &docs, &embedder);
     let report = publish(&two, &url, &[docs], &mut |_, _| {}, &cancel).unwrap();
     assert_eq!(
         (report.published, report.unchanged, report.removed),
@@ -325,16 +322,7 @@ fn a_replica_serves_what_the_primary_committed_and_takes_no_writes() {
     )
     .unwrap();
     let cancel = AtomicBool::new(false);
-    scar_index::index_paths(
-        &dir.join("index"),
-        &[dir.join("docs")],
-        &minilm(),
-        &scar_index::IndexOptions::default(),
-        &mut |_| {},
-        &cancel,
-    )
-    .unwrap();
-    let index = Index::open(dir.join("index")).unwrap();
+    let index = index_folder(&dir.join("index"), &dir.join("docs"), &minilm());
     let error = publish(&index, &replica, &[], &mut |_, _| {}, &cancel).unwrap_err();
     assert!(matches!(error, StoreError::Refused { .. }), "{error}");
     assert!(error.to_string().contains("read-only"), "{error}");
@@ -367,16 +355,7 @@ fn a_file_found_through_a_link_leaves_the_store_with_its_link() {
     let embedder = minilm();
     let cancel = AtomicBool::new(false);
     let index_and_publish = || {
-        scar_index::index_paths(
-            &dir.join("index"),
-            std::slice::from_ref(&docs),
-            &embedder,
-            &scar_index::IndexOptions::default(),
-            &mut |_| {},
-            &cancel,
-        )
-        .unwrap();
-        let index = Index::open(dir.join("index")).unwrap();
+        let index = index_folder(&dir.join("index"), &docs, &embedder);
         let roots = [scar_index::resolve_root(&docs)];
         publish(&index, &url, &roots, &mut |_, _| {}, &cancel).unwrap()
     };

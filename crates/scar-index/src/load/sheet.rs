@@ -22,13 +22,24 @@ const KIND: &str = "spreadsheet";
 pub(super) fn workbook_text(bytes: &[u8], limit: u64) -> Result<(String, Vec<Heading>), LoadError> {
     let mut cells = Cells::new(limit);
     let sheets = if bytes.starts_with(b"PK") {
-        // The readers inflate each part whole: the parts are counted first, within the limit.
+        // The readers inflate each part whole: the parts are counted first, within the limit,
+        // and each is looked into for a shared-strings table that declares more than it holds.
         let mut archive = Archive::open(bytes, KIND, limit)?;
-        archive.inflate_all()?;
+        let mut overdeclared = None;
+        archive.inflate_all(ROOT_TAG_LOOK, |head, length| {
+            if overdeclared.is_none() {
+                overdeclared = declares_too_many(head, length);
+            }
+        })?;
         if let Some(content) = archive.text("content.xml")? {
             open_document_sheets(&content, &mut cells)?
         } else {
-            check_shared_strings(&mut archive)?;
+            if let Some(attribute) = overdeclared {
+                return Err(corrupt(
+                    KIND,
+                    format!("its shared strings declare more entries ({attribute}) than they hold"),
+                ));
+            }
             calamine_sheets(bytes, &mut cells)?
         }
     } else {
@@ -94,27 +105,13 @@ fn rows_of(placed: BTreeMap<(u32, u32), String>) -> SparseRows {
     rows
 }
 
-/// Refuses a shared-strings part that declares more strings than its bytes can hold: the
-/// reader reserves room for the declared count before it reads one. Every part whose root is
-/// an `sst` element is checked, under any prefix and wherever the workbook's relationships put
-/// it, its start tag read by an XML parser.
-fn check_shared_strings(archive: &mut Archive<'_>) -> Result<(), LoadError> {
-    for name in archive.names() {
-        let Some((head, length)) = archive.head(&name, ROOT_TAG_LOOK)? else {
-            continue;
-        };
-        let Some((attribute, declared)) = declared_strings(&head) else {
-            continue;
-        };
-        // `<si/>`, the shortest entry, is five bytes.
-        if declared > length / 5 {
-            return Err(corrupt(
-                KIND,
-                format!("its shared strings declare more entries ({attribute}) than they hold"),
-            ));
-        }
-    }
-    Ok(())
+/// The attribute by which a part (its first bytes, and its length) declares more shared strings
+/// than its bytes can hold: the reader reserves room for the declared count before it reads
+/// one. Every part is looked into, wherever the workbook's relationships put it.
+fn declares_too_many(head: &[u8], length: u64) -> Option<String> {
+    let (attribute, declared) = declared_strings(head)?;
+    // `<si/>`, the shortest entry, is five bytes.
+    (declared > length / 5).then_some(attribute)
 }
 
 /// How much of a part is read to find an `sst` element in: a part cut there that may hold one

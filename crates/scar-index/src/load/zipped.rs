@@ -30,16 +30,6 @@ impl<'a> Archive<'a> {
     }
 
     /// The part named `name` as UTF-8 text, or `None` when the archive has no such part.
-    /// The names of its parts.
-    pub(super) fn names(&self) -> Vec<String> {
-        // A name that cannot be read names no part a reader can open.
-        self.zip
-            .file_names()
-            .filter_map(Result::ok)
-            .map(std::borrow::Cow::into_owned)
-            .collect()
-    }
-
     pub(super) fn text(&mut self, name: &str) -> Result<Option<String>, LoadError> {
         let Some(bytes) = self.bytes(name)? else {
             return Ok(None);
@@ -68,47 +58,35 @@ impl<'a> Archive<'a> {
         Ok(Some(bytes))
     }
 
-    /// The first `head` bytes of part `name` and its whole inflated length, without keeping
-    /// the rest or counting it again: a look at a part [`Archive::inflate_all`] has counted.
-    pub(super) fn head(
+    /// Inflates every part once, keeping nothing but the first `look` bytes of each for
+    /// `visit` (with the part's inflated length), to check that together they fit the limit
+    /// before a reader that holds whole parts opens the archive.
+    pub(super) fn inflate_all(
         &mut self,
-        name: &str,
-        head: usize,
-    ) -> Result<Option<(Vec<u8>, u64)>, LoadError> {
-        let mut part = match self.zip.by_name(name) {
-            Ok(part) => part,
-            Err(ZipError::FileNotFound) => return Ok(None),
-            Err(error) => return Err(corrupt(self.kind, error)),
-        };
-        let mut bytes = Vec::new();
-        let read = |error| corrupt(self.kind, error);
-        (&mut part)
-            .take(head as u64)
-            .read_to_end(&mut bytes)
-            .map_err(read)?;
-        let rest = std::io::copy(&mut part.take(self.limit), &mut std::io::sink()).map_err(read)?;
-        let length = bytes.len() as u64 + rest;
-        Ok(Some((bytes, length)))
-    }
-
-    /// Inflates every part, keeping nothing, to check that together they fit the limit before
-    /// a reader that holds whole parts opens the archive.
-    pub(super) fn inflate_all(&mut self) -> Result<(), LoadError> {
+        look: usize,
+        mut visit: impl FnMut(&[u8], u64),
+    ) -> Result<(), LoadError> {
+        let mut head = Vec::new();
         for index in 0..self.zip.len() {
             let part = self
                 .zip
                 .by_index(index)
                 .map_err(|error| corrupt(self.kind, error))?;
             let budget = self.limit - self.inflated;
-            let read = std::io::copy(
-                &mut part.take(budget.saturating_add(1)),
-                &mut std::io::sink(),
-            )
-            .map_err(|error| corrupt(self.kind, error))?;
-            self.inflated += read;
+            let mut part = part.take(budget.saturating_add(1));
+            head.clear();
+            let read = |error| corrupt(self.kind, error);
+            (&mut part)
+                .take(look as u64)
+                .read_to_end(&mut head)
+                .map_err(read)?;
+            let rest = std::io::copy(&mut part, &mut std::io::sink()).map_err(read)?;
+            let length = head.len() as u64 + rest;
+            self.inflated += length;
             if self.inflated > self.limit {
                 return Err(LoadError::InflatesTooLarge { limit: self.limit });
             }
+            visit(&head, length);
         }
         Ok(())
     }
