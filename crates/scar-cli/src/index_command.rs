@@ -187,13 +187,17 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
         .transpose()?;
     // One run over the paths, publishing to the store when one is set.
     let run_with = |options: &IndexOptions| {
-        let store = settings.store.value.as_deref();
+        // The store's HNSW index follows the same flags as the folder's graph.
+        let publish = settings.store.value.as_deref().map(|url| Publish {
+            url,
+            roots: &args.paths,
+            hnsw: options.hnsw,
+        });
         index_into(
             dir,
             &embedder,
             style,
-            store,
-            &args.paths,
+            publish,
             &cancel,
             |progress, cancel| index_paths(dir, &args.paths, &embedder, options, progress, cancel),
         )
@@ -369,7 +373,6 @@ fn rebuild(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
         &embedder,
         style,
         None,
-        &[],
         &cancel,
         |progress, cancel| {
             salvage.rebuild_into(&fresh, &paths, &embedder, &options, progress, cancel)
@@ -392,18 +395,24 @@ fn rebuild(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
     Ok(index_exit(report.is_complete()))
 }
 
-/// Indexes `paths` into `dir` with `index` (a plain run or a rebuild), showing progress and
-/// then the report.
-/// Runs `index` on the folder index in `dir`, publishes it to the PostgreSQL `store` when one is
-/// set (removing there the files under `roots` that the index no longer holds), and prints what
-/// came of both.
-#[allow(clippy::too_many_arguments)] // the run, where its report goes, and what it publishes to
+/// Where a run publishes the folder index it updated.
+#[derive(Clone, Copy)]
+struct Publish<'a> {
+    /// The PostgreSQL store.
+    url: &'a str,
+    /// The paths indexed: the store's files under them that the index no longer holds leave it.
+    roots: &'a [PathBuf],
+    /// What becomes of the store's HNSW index.
+    hnsw: HnswSetting,
+}
+
+/// Runs `index` on the folder index in `dir` (a plain run or a rebuild), publishes it to a
+/// PostgreSQL store when `publish` names one, and prints what came of both.
 fn index_into(
     dir: &std::path::Path,
     embedder: &Embedder,
     style: ReportStyle,
-    store: Option<&str>,
-    roots: &[PathBuf],
+    publish: Option<Publish<'_>>,
     cancel: &AtomicBool,
     index: impl FnOnce(&mut dyn FnMut(&IndexProgress), &AtomicBool) -> scar_index::Result<IndexReport>,
 ) -> Result<IndexReport> {
@@ -419,8 +428,8 @@ fn index_into(
     let bar = progress_bar(json, "{bar:30} {percent:>3}% {msg}");
     let mut report = index(&mut |p| show_progress(&bar, p), cancel)?;
     bar.finish_and_clear();
-    let published = match store {
-        Some(url) if !report.cancelled => Some(publish(dir, url, roots, json, cancel)?),
+    let published = match publish {
+        Some(target) if !report.cancelled => Some(publish_to(dir, target, json, cancel)?),
         _ => None,
     };
     // A cancel while publishing cancels the run: the next one finishes both.
@@ -486,8 +495,8 @@ fn index_into(
                 report.truncated
             );
         }
-        if let (Some(published), Some(url)) = (&published, store) {
-            print_published(url, published)?;
+        if let (Some(published), Some(target)) = (&published, publish) {
+            print_published(target.url, published)?;
         }
     }
     Ok(report)
@@ -515,17 +524,24 @@ fn print_published(url: &str, published: &scar_postgres::PublishReport) -> Resul
             ""
         },
     );
+    if let Some(params) = published.hnsw {
+        outln!(
+            "the store's dense search runs on its HNSW index ({} links per chunk, {} candidates)",
+            params.connectivity,
+            params.expansion_search
+        );
+    }
     Ok(())
 }
 
-/// Publishes the index in `dir` to the store at `url`, with a progress bar of files.
-fn publish(
+/// Publishes the index in `dir` to `target`, with a progress bar of files.
+fn publish_to(
     dir: &std::path::Path,
-    url: &str,
-    roots: &[PathBuf],
+    target: Publish<'_>,
     json: bool,
     cancel: &AtomicBool,
 ) -> Result<scar_postgres::PublishReport> {
+    let Publish { url, roots, hnsw } = target;
     let index = scar_index::Index::open(dir)?;
     // The roots as the index names the files under them, gone ones too.
     let roots: Vec<PathBuf> = roots
@@ -538,6 +554,7 @@ fn publish(
         &index,
         url,
         &roots,
+        hnsw,
         &mut |done, total| {
             bar.set_length(total as u64);
             bar.set_position(done as u64);

@@ -216,12 +216,30 @@ fn inspect_store(url: &str, args: &InspectArgs) -> Result<ExitCode> {
             summary.model.dimension,
             summary.schema_version
         );
+        let chunker = summary.chunker;
         outln!(
-            "{} files, {} documents, {} chunks · dense search: exact",
+            "chunker {:?}, capacity {}, overlap {}, headings prepended: {}",
+            chunker.unit,
+            chunker.capacity,
+            chunker.overlap,
+            chunker.prepend_headings
+        );
+        outln!(
+            "{} files, {} documents, {} chunks",
             summary.files,
             summary.documents,
             summary.chunks
         );
+        if let Some(params) = summary.hnsw {
+            outln!(
+                "dense search: pgvector HNSW index (m {}, ef_construction {}, ef_search {})",
+                params.connectivity,
+                params.expansion_add,
+                params.expansion_search
+            );
+        } else {
+            outln!("dense search: exact");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -26,19 +26,25 @@ fn shells_index_into_one_store_at_once_and_another_searches_it() {
             std::fs::copy(example.join(name), folder.join(name)).unwrap();
         }
     }
-    // Three shells at once, two of them on the same folder, each with its own index folder.
-    let writers: Vec<_> = [("one", &a), ("two", &b), ("three", &b)]
-        .into_iter()
-        .map(|(shell, folder)| {
-            scar(&base.path().join(shell))
-                .args(["--store", &url, "index", "--json"])
-                .arg(folder)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+    // Three shells at once, two of them on the same folder, each with its own index folder; one
+    // asks for an HNSW index on the store's vectors.
+    let writers: Vec<_> = [
+        ("one", &a, Some("--hnsw")),
+        ("two", &b, None),
+        ("three", &b, None),
+    ]
+    .into_iter()
+    .map(|(shell, folder, flag)| {
+        scar(&base.path().join(shell))
+            .args(["--store", &url, "index", "--json"])
+            .args(flag)
+            .arg(folder)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    })
+    .collect();
     for writer in writers {
         let output = writer.wait_with_output().unwrap();
         assert!(
@@ -97,6 +103,7 @@ fn shells_index_into_one_store_at_once_and_another_searches_it() {
     let output = run(scar(&nowhere).args(["--store", &url, "inspect", "--json"]));
     let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(summary["files"], 4, "{summary}");
+    assert_eq!(summary["hnsw"]["expansion_search"], 256, "{summary}");
     assert_eq!(summary["chunks"].as_i64().unwrap(), chunks, "{summary}");
     let seed = seed.as_u64().unwrap().to_string();
     let output = run(scar(&nowhere).args(["--store", &url, "inspect", "--chunk", &seed]));

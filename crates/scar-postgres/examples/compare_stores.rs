@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use scar_core::ChunkId;
 use scar_embed::{DeviceChoice, EmbedOptions, Embedder, ModelLocator};
-use scar_index::Index;
+use scar_index::{HnswSetting, Index};
 use scar_policy::Options;
 use scar_postgres::{PgStore, publish};
 use scar_retrieve::{ChunkStore, FirstStage, Retriever};
@@ -47,7 +47,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let models = rest.first().map_or("models", String::as_str);
     let index = Index::open(index_dir)?;
     let started = Instant::now();
-    let published = publish(&index, url, &[], &mut |_, _| {}, &AtomicBool::new(false))?;
+    let published = publish(
+        &index,
+        url,
+        &[],
+        HnswSetting::Keep,
+        &mut |_, _| {},
+        &AtomicBool::new(false),
+    )?;
     let seconds = started.elapsed().as_secs_f64();
     println!(
         "published {} files, {} chunks in {seconds:.1} s ({:.0} chunks/s; {} already there)",

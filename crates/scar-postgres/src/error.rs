@@ -44,7 +44,7 @@ pub enum StoreError {
     /// The store was written by another version of its schema.
     #[error(
         "the store at {url} has schema version {found}, and this scar reads version {reads}; \
-         use a scar of the same release"
+         use a scar of the release that wrote it, or a newer one"
     )]
     OtherSchema {
         /// The server, password left out.
@@ -53,6 +53,32 @@ pub enum StoreError {
         found: String,
         /// The version this build reads.
         reads: u32,
+    },
+    /// The store was written by an older version of its schema, which a writer upgrades.
+    #[error(
+        "the store at {url} has schema version {found}, older than the {reads} this scar reads; \
+         index into it once (`scar --store URL index DIR`) to upgrade it"
+    )]
+    OlderSchema {
+        /// The server, password left out.
+        url: String,
+        /// The store's version.
+        found: u32,
+        /// The version this build reads.
+        reads: u32,
+    },
+    /// The store's documents were cut by another chunker.
+    #[error(
+        "the store at {url} holds {store_chunker}, not {chunker}; index with its chunker \
+         settings, or into another database"
+    )]
+    ChunkerMismatch {
+        /// The server, password left out.
+        url: String,
+        /// The store's chunker, for a person.
+        store_chunker: String,
+        /// The chunker given, for a person.
+        chunker: String,
     },
     /// The store's chunks were embedded with another model.
     #[error(
@@ -127,6 +153,8 @@ impl From<StoreError> for scar_retrieve::RetrieveError {
             | StoreError::NoVector { url }
             | StoreError::NoStore { url }
             | StoreError::OtherSchema { url, .. }
+            | StoreError::OlderSchema { url, .. }
+            | StoreError::ChunkerMismatch { url, .. }
             | StoreError::ModelMismatch { url, .. }
             | StoreError::Query { url, .. }
             | StoreError::Metadata { url, .. } => url.clone(),

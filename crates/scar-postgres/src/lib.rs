@@ -7,7 +7,11 @@
 //! file in one transaction, so that many machines can write one store at once and a killed
 //! writer leaves no part of a document behind.
 //!
-//! Dense ranking is pgvector's cosine distance, exact unless the store has an HNSW index;
+//! A store holds one model's chunks, cut one way: both are recorded beside the schema's
+//! version, and a writer with another model or chunker is refused.
+//!
+//! Dense ranking is pgvector's cosine distance, exact unless the store has an HNSW index
+//! (built, tuned and dropped by [`publish`] as the folder's graph is by `scar index`);
 //! lexical ranking is PostgreSQL's full-text `ts_rank_cd` over English stems, which is not
 //! BM25: it ranks other chunks first, and the policies read ranks only, so a rank means the
 //! same on both stores.

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use pgvector::Vector;
 use postgres::{Client, Transaction};
 use scar_core::{ChunkId, Side};
-use scar_index::{DocumentEntry, Index, Skipped};
+use scar_index::{DocumentEntry, HnswParams, HnswSetting, Index, Skipped};
 
 use crate::store::{connect, int, seam_name};
 use crate::{Result, StoreError, schema};
@@ -28,6 +28,8 @@ pub struct PublishReport {
     pub chunks: usize,
     /// Files left out, with why.
     pub skipped: Vec<Skipped>,
+    /// The HNSW index on the store's vectors after the run, when it has one.
+    pub hnsw: Option<HnswParams>,
     /// True when a cancel stopped it between two files.
     pub cancelled: bool,
 }
@@ -36,22 +38,29 @@ pub struct PublishReport {
 /// database), and removes from the store the files under `roots` that the index no longer
 /// holds. A file whose content the store already holds is left alone. Each file is replaced in
 /// one transaction, under a lock on its path: writers publishing at once never lose or
-/// duplicate a chunk, and a writer killed midway leaves each file whole, old or new.
-/// `progress` hears (files done, files in all); `cancel` stops it between two files.
+/// duplicate a chunk, and a writer killed midway leaves each file whole, old or new. Then the
+/// store's HNSW index is built, tuned or dropped as `hnsw` asks (as `scar index` treats a
+/// folder's graph). `progress` hears (files done, files in all); `cancel` stops it between two
+/// files.
 pub fn publish(
     index: &Index,
     url: &str,
     roots: &[PathBuf],
+    hnsw: HnswSetting,
     progress: &mut dyn FnMut(usize, usize),
     cancel: &AtomicBool,
 ) -> Result<PublishReport> {
     let failed = |e| StoreError::from_client(url, e);
     let mut client = connect(url)?;
     let mut transaction = client.transaction().map_err(failed)?;
-    schema::create_or_check(&mut transaction, url, &index.manifest().model)?;
+    let manifest = index.manifest();
+    let meta = schema::create_or_check(&mut transaction, url, &manifest.model, &manifest.chunker)?;
     transaction.commit().map_err(failed)?;
 
-    let mut report = PublishReport::default();
+    let mut report = PublishReport {
+        hnsw: meta.hnsw,
+        ..PublishReport::default()
+    };
     // A file's documents (its text, then what it carries), files in the order they were indexed.
     let mut files: BTreeMap<u32, (&str, Vec<&DocumentEntry>)> = BTreeMap::new();
     let mut first_slot: HashMap<&Path, u32> = HashMap::new();
@@ -113,6 +122,9 @@ pub fn publish(
         transaction.commit().map_err(failed)?;
         progress(files.len() + done + 1, total);
     }
+    let mut transaction = client.transaction().map_err(failed)?;
+    report.hnsw = schema::apply_hnsw(&mut transaction, url, hnsw)?;
+    transaction.commit().map_err(failed)?;
     Ok(report)
 }
 

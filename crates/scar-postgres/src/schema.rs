@@ -1,12 +1,29 @@
-//! The store's tables, created and checked under one lock, with the schema's version.
+//! The store's tables, created, checked and upgraded under one lock, with the schema's
+//! version.
+//!
+//! Versions: 1, the tables below; 2, the chunker recorded beside the model (a writer upgrades a
+//! version-1 store by recording its own) and the optional HNSW index on the vectors, with its
+//! parameters recorded.
 
 use postgres::Transaction;
 use scar_embed::ModelInfo;
+use scar_index::{ChunkerConfig, HnswParams, HnswSetting};
 
 use crate::{Result, StoreError};
 
 /// The version of the tables this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// What a store records about itself, beside its tables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Meta {
+    /// The model its chunks were embedded with.
+    pub model: ModelInfo,
+    /// How its documents were cut.
+    pub chunker: ChunkerConfig,
+    /// The HNSW index on its vectors, when it has one.
+    pub hnsw: Option<HnswParams>,
+}
 
 /// Serialises schema changes between writers starting at once (an arbitrary constant).
 const SCHEMA_LOCK: i64 = 0x5CA2_0001;
@@ -72,77 +89,219 @@ pub(crate) fn has_vector(transaction: &mut Transaction<'_>, url: &str) -> Result
     Ok(!rows.is_empty())
 }
 
-/// The store's model, with its version checked; `None` when the database holds no store.
-pub(crate) fn read(transaction: &mut Transaction<'_>, url: &str) -> Result<Option<ModelInfo>> {
-    let failed = |e| StoreError::from_client(url, e);
+/// The store's records, with its version checked; `None` when the database holds no store.
+pub(crate) fn read(transaction: &mut Transaction<'_>, url: &str) -> Result<Option<Meta>> {
+    match version(transaction, url)? {
+        None => Ok(None),
+        Some(SCHEMA_VERSION) => {
+            let model = value(transaction, url, "model")?;
+            let chunker = value(transaction, url, "chunker")?;
+            let (Some(model), Some(chunker)) = (model, chunker) else {
+                return Err(StoreError::Metadata {
+                    url: crate::redacted(url),
+                    what: "its model and chunker",
+                });
+            };
+            Ok(Some(Meta {
+                model,
+                chunker,
+                hnsw: value(transaction, url, "hnsw")?,
+            }))
+        }
+        Some(found) if found < SCHEMA_VERSION => Err(StoreError::OlderSchema {
+            url: crate::redacted(url),
+            found,
+            reads: SCHEMA_VERSION,
+        }),
+        Some(found) => Err(StoreError::OtherSchema {
+            url: crate::redacted(url),
+            found: found.to_string(),
+            reads: SCHEMA_VERSION,
+        }),
+    }
+}
+
+/// The schema version the store records; `None` when the database holds no store.
+fn version(transaction: &mut Transaction<'_>, url: &str) -> Result<Option<u32>> {
     let exists: bool = transaction
         .query_one("SELECT to_regclass('scar_meta') IS NOT NULL", &[])
-        .map_err(failed)?
+        .map_err(|e| StoreError::from_client(url, e))?
         .get(0);
     if !exists {
         return Ok(None);
     }
-    let value = |transaction: &mut Transaction<'_>, key: &str| -> Result<Option<String>> {
-        let rows = transaction
-            .query("SELECT value FROM scar_meta WHERE key = $1", &[&key])
-            .map_err(failed)?;
-        Ok(rows.first().map(|row| row.get(0)))
-    };
-    let version = value(transaction, "schema_version")?.unwrap_or_default();
-    if version != SCHEMA_VERSION.to_string() {
-        return Err(StoreError::OtherSchema {
+    let rows = transaction
+        .query(
+            "SELECT value FROM scar_meta WHERE key = 'schema_version'",
+            &[],
+        )
+        .map_err(|e| StoreError::from_client(url, e))?;
+    let found: Option<String> = rows.first().map(|row| row.get(0));
+    match found.as_deref().map(str::parse) {
+        Some(Ok(version)) => Ok(Some(version)),
+        _ => Err(StoreError::OtherSchema {
             url: crate::redacted(url),
-            found: version,
+            found: found.unwrap_or_default(),
             reads: SCHEMA_VERSION,
-        });
+        }),
     }
-    let model = value(transaction, "model")?
-        .and_then(|json| serde_json::from_str(&json).ok())
-        .ok_or(StoreError::Metadata {
-            url: crate::redacted(url),
-            what: "its model",
-        })?;
-    Ok(Some(model))
 }
 
-/// Opens the store for writing chunks of `model`, creating its tables in an empty database;
-/// writers starting at once wait for each other here.
+/// The record under `key`, read from its JSON; `None` when there is none.
+fn value<T: serde::de::DeserializeOwned>(
+    transaction: &mut Transaction<'_>,
+    url: &str,
+    key: &str,
+) -> Result<Option<T>> {
+    let rows = transaction
+        .query("SELECT value FROM scar_meta WHERE key = $1", &[&key])
+        .map_err(|e| StoreError::from_client(url, e))?;
+    rows.first()
+        .map(|row| {
+            serde_json::from_str(row.get(0)).map_err(|_| StoreError::Metadata {
+                url: crate::redacted(url),
+                what: "its records",
+            })
+        })
+        .transpose()
+}
+
+/// Records `value` under `key`, as JSON.
+fn record<T: serde::Serialize>(
+    transaction: &mut Transaction<'_>,
+    url: &str,
+    key: &str,
+    value: &T,
+) -> Result<()> {
+    let json = serde_json::to_string(value).expect("the store's records serialise");
+    transaction
+        .execute(
+            "INSERT INTO scar_meta (key, value) VALUES ($1, $2) \
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            &[&key, &json],
+        )
+        .map_err(|e| StoreError::from_client(url, e))?;
+    Ok(())
+}
+
+/// Opens the store for writing chunks of `model` cut by `chunker`, creating its tables in an
+/// empty database and upgrading an older store; writers starting at once wait for each other
+/// here. A store of another model or chunker is refused: its rankings would mix two kinds of
+/// chunk.
 pub(crate) fn create_or_check(
     transaction: &mut Transaction<'_>,
     url: &str,
     model: &ModelInfo,
-) -> Result<()> {
+    chunker: &ChunkerConfig,
+) -> Result<Meta> {
     let failed = |e| StoreError::from_client(url, e);
-    transaction
-        .execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
-        .map_err(failed)?;
+    lock(transaction, url)?;
     ensure_vector(transaction, url)?;
-    match read(transaction, url)? {
-        Some(stored) if stored.id == model.id && stored.dimension == model.dimension => Ok(()),
-        Some(stored) => {
-            let (store_model, model) = stored.names_against(model);
-            Err(StoreError::ModelMismatch {
-                url: crate::redacted(url),
-                store_model,
-                model,
-            })
-        }
+    match version(transaction, url)? {
         None => {
-            let model_json = serde_json::to_string(model).expect("a model's info serialises");
             transaction
                 .batch_execute(&format!(
                     "CREATE TABLE scar_meta (key text PRIMARY KEY, value text NOT NULL); {}",
                     tables(model.dimension)
                 ))
                 .map_err(failed)?;
-            transaction
-                .execute(
-                    "INSERT INTO scar_meta (key, value) VALUES ('schema_version', $1), \
-                     ('model', $2)",
-                    &[&SCHEMA_VERSION.to_string(), &model_json],
-                )
-                .map_err(failed)?;
-            Ok(())
+            record(transaction, url, "model", model)?;
+        }
+        // Version 1 did not record its chunker: the first writer of version 2 records its own.
+        Some(1) => {}
+        Some(_) => {
+            let meta = read(transaction, url)?.ok_or(StoreError::Metadata {
+                url: crate::redacted(url),
+                what: "its records",
+            })?;
+            if meta.model.id != model.id || meta.model.dimension != model.dimension {
+                let (store_model, model) = meta.model.names_against(model);
+                return Err(StoreError::ModelMismatch {
+                    url: crate::redacted(url),
+                    store_model,
+                    model,
+                });
+            }
+            if meta.chunker != *chunker {
+                return Err(StoreError::ChunkerMismatch {
+                    url: crate::redacted(url),
+                    store_chunker: describe(&meta.chunker),
+                    chunker: describe(chunker),
+                });
+            }
+            return Ok(meta);
         }
     }
+    record(transaction, url, "chunker", chunker)?;
+    record(transaction, url, "schema_version", &SCHEMA_VERSION)?;
+    read(transaction, url)?.ok_or(StoreError::Metadata {
+        url: crate::redacted(url),
+        what: "its records",
+    })
+}
+
+/// Builds, tunes or drops the HNSW index on the vectors as `setting` asks, and records it;
+/// returns the parameters of the index the store has afterwards. Built after the chunks are
+/// written, a new index links them once instead of at every insert.
+pub(crate) fn apply_hnsw(
+    transaction: &mut Transaction<'_>,
+    url: &str,
+    setting: HnswSetting,
+) -> Result<Option<HnswParams>> {
+    let failed = |e| StoreError::from_client(url, e);
+    lock(transaction, url)?;
+    let current: Option<HnswParams> = value(transaction, url, "hnsw")?;
+    match setting {
+        HnswSetting::Keep => Ok(current),
+        HnswSetting::Remove => {
+            transaction
+                .batch_execute(
+                    "DROP INDEX IF EXISTS scar_chunks_embedding; \
+                     DELETE FROM scar_meta WHERE key = 'hnsw'",
+                )
+                .map_err(failed)?;
+            Ok(None)
+        }
+        HnswSetting::Build(params) => {
+            if !current.is_some_and(|current| current.same_links(&params)) {
+                transaction
+                    .batch_execute(&format!(
+                        "DROP INDEX IF EXISTS scar_chunks_embedding; \
+                         CREATE INDEX scar_chunks_embedding ON scar_chunks \
+                         USING hnsw (embedding vector_cosine_ops) \
+                         WITH (m = {}, ef_construction = {})",
+                        params.connectivity, params.expansion_add
+                    ))
+                    .map_err(failed)?;
+            }
+            record(transaction, url, "hnsw", &params)?;
+            Ok(Some(params))
+        }
+    }
+}
+
+/// Takes the lock under which the schema changes.
+fn lock(transaction: &mut Transaction<'_>, url: &str) -> Result<()> {
+    transaction
+        .execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
+        .map_err(|e| StoreError::from_client(url, e))?;
+    Ok(())
+}
+
+/// A chunker's settings as a person reads them.
+fn describe(chunker: &ChunkerConfig) -> String {
+    let unit = match chunker.unit {
+        scar_index::ChunkUnit::Tokens => "tokens",
+        scar_index::ChunkUnit::Characters => "characters",
+    };
+    format!(
+        "chunks of at most {} {unit}, overlap {}{}",
+        chunker.capacity,
+        chunker.overlap,
+        if chunker.prepend_headings {
+            ", headings prepended"
+        } else {
+            ""
+        }
+    )
 }

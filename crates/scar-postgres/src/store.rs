@@ -9,9 +9,11 @@ use pgvector::Vector;
 use postgres::{Client, NoTls, Row};
 use scar_core::{ChunkId, Position, SeamKind, Side};
 use scar_embed::ModelInfo;
+use scar_index::{ChunkerConfig, HnswParams};
 use scar_policy::ChunkSource;
 use scar_retrieve::{ChunkStore, StoredChunk};
 
+use crate::schema::Meta;
 use crate::{Result, StoreError, redacted, schema};
 
 /// What a store holds, as `scar inspect` shows it.
@@ -23,6 +25,10 @@ pub struct StoreSummary {
     pub schema_version: u32,
     /// The model its chunks were embedded with.
     pub model: ModelInfo,
+    /// How its documents were cut.
+    pub chunker: ChunkerConfig,
+    /// The HNSW index on its vectors (approximate dense search), when it has one.
+    pub hnsw: Option<HnswParams>,
     /// Files published.
     pub files: usize,
     /// Their documents (a mail's attachments are documents of their own).
@@ -34,11 +40,14 @@ pub struct StoreSummary {
 /// How long a connection may take before the server counts as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The most candidates pgvector's HNSW search keeps (its `hnsw.ef_search` limit).
+const MAX_EF_SEARCH: usize = 1000;
+
 /// A SCAR store in a PostgreSQL database, read by the retriever as a folder index is.
 pub struct PgStore {
     url: String,
     client: Mutex<Client>,
-    model: ModelInfo,
+    meta: Meta,
     chunks: usize,
 }
 
@@ -46,7 +55,7 @@ impl std::fmt::Debug for PgStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PgStore")
             .field("url", &redacted(&self.url))
-            .field("model", &self.model.id)
+            .field("model", &self.meta.model.id)
             .field("chunks", &self.chunks)
             .finish_non_exhaustive()
     }
@@ -74,7 +83,7 @@ impl PgStore {
         if !schema::has_vector(&mut transaction, url)? {
             return Err(StoreError::NoVector { url: redacted(url) });
         }
-        let model = schema::read(&mut transaction, url)?
+        let meta = schema::read(&mut transaction, url)?
             .ok_or_else(|| StoreError::NoStore { url: redacted(url) })?;
         let chunks: i64 = transaction
             .query_one("SELECT count(*) FROM scar_chunks", &[])
@@ -84,7 +93,7 @@ impl PgStore {
         Ok(Self {
             url: url.to_owned(),
             client: Mutex::new(client),
-            model,
+            meta,
             chunks: usize::try_from(chunks).unwrap_or(0),
         })
     }
@@ -107,7 +116,9 @@ impl PgStore {
         Ok(StoreSummary {
             url: self.url(),
             schema_version: crate::SCHEMA_VERSION,
-            model: self.model.clone(),
+            model: self.meta.model.clone(),
+            chunker: self.meta.chunker,
+            hnsw: self.meta.hnsw,
             files: count(0),
             documents: count(1),
             chunks: count(2),
@@ -125,37 +136,70 @@ impl PgStore {
         sql: &str,
         params: &[&(dyn postgres::types::ToSql + Sync)],
     ) -> Result<Vec<Row>> {
+        self.query_with("", sql, params)
+    }
+
+    /// `sql` run in a transaction of its own after `settings` (`SET LOCAL` statements, which
+    /// end with it).
+    fn query_with(
+        &self,
+        settings: &str,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<Row>> {
+        let failed = |e| StoreError::from_client(&self.url, e);
         // A panic elsewhere while the lock was held leaves the connection as sound as before.
         let mut client = self
             .client
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        client
-            .query(sql, params)
-            .map_err(|e| StoreError::from_client(&self.url, e))
+        if settings.is_empty() {
+            return client.query(sql, params).map_err(failed);
+        }
+        let mut transaction = client.transaction().map_err(failed)?;
+        transaction.batch_execute(settings).map_err(failed)?;
+        let rows = transaction.query(sql, params).map_err(failed)?;
+        transaction.commit().map_err(failed)?;
+        Ok(rows)
     }
 
-    /// The stored chunks with `id` among `ids`, or all, as (id, score) in order.
+    /// The stored chunks with `id` among `ids`, or all, as (id, score) in order, after
+    /// `settings`.
     fn ranking(
         &self,
-        sql_all: &str,
-        sql_among: &str,
+        settings: &str,
+        [sql_all, sql_among]: [&str; 2],
         query: &(dyn postgres::types::ToSql + Sync),
         depth: usize,
         among: Option<&[ChunkId]>,
     ) -> Result<Vec<(ChunkId, f32)>> {
         let limit = i64::try_from(depth).unwrap_or(i64::MAX);
         let rows = match among {
-            None => self.query(sql_all, &[query, &limit])?,
+            None => self.query_with(settings, sql_all, &[query, &limit])?,
             Some(chunks) => {
                 let ids = ids(chunks);
-                self.query(sql_among, &[query, &limit, &ids])?
+                self.query_with(settings, sql_among, &[query, &limit, &ids])?
             }
         };
         Ok(rows
             .iter()
             .map(|row| (chunk_id(row.get(0)), row.get::<_, f64>(1) as f32))
             .collect())
+    }
+
+    /// How a dense search of `depth` chunks runs: exactly without an HNSW index, or among a
+    /// few chunks; otherwise on the index, keeping the candidates the store's parameters name
+    /// and at least `depth` (as the folder index's graph search does), its hits in exact order.
+    fn dense_settings(&self, depth: usize, among: bool) -> String {
+        match self.meta.hnsw {
+            None => String::new(),
+            // A filtered graph search can miss chunks of a few documents that exact search finds.
+            Some(_) if among => "SET LOCAL enable_indexscan = off".to_owned(),
+            Some(params) => format!(
+                "SET LOCAL hnsw.ef_search = {}; SET LOCAL hnsw.iterative_scan = strict_order",
+                params.expansion_search.max(depth).min(MAX_EF_SEARCH)
+            ),
+        }
     }
 }
 
@@ -193,7 +237,7 @@ impl ChunkStore for PgStore {
     }
 
     fn model(&self) -> &ModelInfo {
-        &self.model
+        &self.meta.model
     }
 
     fn len(&self) -> usize {
@@ -217,10 +261,13 @@ impl ChunkStore for PgStore {
     ) -> scar_retrieve::Result<Vec<(ChunkId, f32)>> {
         let query = Vector::from(embedding.to_vec());
         Ok(self.ranking(
-            "SELECT id, 1 - (embedding <=> $1) FROM scar_chunks \
-             ORDER BY embedding <=> $1, id LIMIT $2",
-            "SELECT id, 1 - (embedding <=> $1) FROM scar_chunks WHERE id = ANY($3) \
-             ORDER BY embedding <=> $1, id LIMIT $2",
+            &self.dense_settings(depth, among.is_some()),
+            [
+                "SELECT id, 1 - (embedding <=> $1) FROM scar_chunks \
+                 ORDER BY embedding <=> $1, id LIMIT $2",
+                "SELECT id, 1 - (embedding <=> $1) FROM scar_chunks WHERE id = ANY($3) \
+                 ORDER BY embedding <=> $1, id LIMIT $2",
+            ],
             &query,
             depth,
             among,
@@ -238,11 +285,14 @@ impl ChunkStore for PgStore {
             return Ok(Vec::new());
         }
         Ok(self.ranking(
-            "SELECT id, ts_rank_cd(lexical, q)::float8 FROM scar_chunks, \
-             to_tsquery('english', $1) q WHERE lexical @@ q ORDER BY 2 DESC, id LIMIT $2",
-            "SELECT id, ts_rank_cd(lexical, q)::float8 FROM scar_chunks, \
-             to_tsquery('english', $1) q WHERE lexical @@ q AND id = ANY($3) \
-             ORDER BY 2 DESC, id LIMIT $2",
+            "",
+            [
+                "SELECT id, ts_rank_cd(lexical, q)::float8 FROM scar_chunks, \
+                 to_tsquery('english', $1) q WHERE lexical @@ q ORDER BY 2 DESC, id LIMIT $2",
+                "SELECT id, ts_rank_cd(lexical, q)::float8 FROM scar_chunks, \
+                 to_tsquery('english', $1) q WHERE lexical @@ q AND id = ANY($3) \
+                 ORDER BY 2 DESC, id LIMIT $2",
+            ],
             &words,
             depth,
             among,

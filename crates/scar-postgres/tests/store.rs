@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicBool;
 
 use scar_core::{ChunkId, SeamKind, Side};
 use scar_embed::Embedder;
-use scar_index::Index;
+use scar_index::{ChunkerConfig, HnswParams, HnswSetting, Index, IndexOptions};
 use scar_policy::{Options, Outcome, Policy};
 use scar_postgres::{PgStore, StoreError, publish};
 use scar_retrieve::{ChunkStore, FirstStage, Retriever, SearchReport};
@@ -17,11 +17,20 @@ use scar_test_support::{example_index, minilm, postgres_database, postgres_repli
 
 /// The folder index in `index` of the files in `docs`, brought up to date.
 fn index_folder(index: &Path, docs: &Path, embedder: &Embedder) -> Index {
+    index_folder_with(index, docs, embedder, &IndexOptions::default())
+}
+
+fn index_folder_with(
+    index: &Path,
+    docs: &Path,
+    embedder: &Embedder,
+    options: &IndexOptions,
+) -> Index {
     let report = scar_index::index_paths(
         index,
         &[docs.to_owned()],
         embedder,
-        &scar_index::IndexOptions::default(),
+        options,
         &mut |_| {},
         &AtomicBool::new(false),
     )
@@ -33,7 +42,15 @@ fn index_folder(index: &Path, docs: &Path, embedder: &Embedder) -> Index {
 fn publish_example(url: &str) -> scar_postgres::PublishReport {
     let index = Index::open(example_index()).unwrap();
     let roots = [workspace().join("assets/example")];
-    publish(&index, url, &roots, &mut |_, _| {}, &AtomicBool::new(false)).unwrap()
+    publish(
+        &index,
+        url,
+        &roots,
+        HnswSetting::Keep,
+        &mut |_, _| {},
+        &AtomicBool::new(false),
+    )
+    .unwrap()
 }
 
 /// Where a chunk is, as both stores name it: ids differ between stores, places do not.
@@ -181,6 +198,7 @@ fn publishing_again_writes_only_what_changed_and_removes_what_is_gone() {
         &three,
         &url,
         std::slice::from_ref(&docs),
+        HnswSetting::Keep,
         &mut |_, _| {},
         &cancel,
     )
@@ -189,7 +207,15 @@ fn publishing_again_writes_only_what_changed_and_removes_what_is_gone() {
     assert_eq!((report.published, report.removed), (3, 0), "{report:?}");
     std::fs::remove_file(docs.join(names[0].file_name().unwrap())).unwrap();
     let two = index_folder(&dir.join("index"), &docs, &embedder);
-    let report = publish(&two, &url, &[docs], &mut |_, _| {}, &cancel).unwrap();
+    let report = publish(
+        &two,
+        &url,
+        &[docs],
+        HnswSetting::Keep,
+        &mut |_, _| {},
+        &cancel,
+    )
+    .unwrap();
     assert_eq!(
         (report.published, report.unchanged, report.removed),
         (0, 2, 1),
@@ -212,7 +238,15 @@ fn writers_publishing_at_once_never_lose_or_duplicate_a_chunk() {
         for _ in 0..4 {
             scope.spawn(|| {
                 let index = Index::open(example_index()).unwrap();
-                publish(&index, &url, &[], &mut |_, _| {}, &AtomicBool::new(false)).unwrap();
+                publish(
+                    &index,
+                    &url,
+                    &[],
+                    HnswSetting::Keep,
+                    &mut |_, _| {},
+                    &AtomicBool::new(false),
+                )
+                .unwrap();
             });
         }
     });
@@ -323,7 +357,15 @@ fn a_replica_serves_what_the_primary_committed_and_takes_no_writes() {
     .unwrap();
     let cancel = AtomicBool::new(false);
     let index = index_folder(&dir.join("index"), &dir.join("docs"), &minilm());
-    let error = publish(&index, &replica, &[], &mut |_, _| {}, &cancel).unwrap_err();
+    let error = publish(
+        &index,
+        &replica,
+        &[],
+        HnswSetting::Keep,
+        &mut |_, _| {},
+        &cancel,
+    )
+    .unwrap_err();
     assert!(matches!(error, StoreError::Refused { .. }), "{error}");
     assert!(error.to_string().contains("read-only"), "{error}");
     std::fs::remove_dir_all(&dir).unwrap();
@@ -357,11 +399,156 @@ fn a_file_found_through_a_link_leaves_the_store_with_its_link() {
     let index_and_publish = || {
         let index = index_folder(&dir.join("index"), &docs, &embedder);
         let roots = [scar_index::resolve_root(&docs)];
-        publish(&index, &url, &roots, &mut |_, _| {}, &cancel).unwrap()
+        publish(
+            &index,
+            &url,
+            &roots,
+            HnswSetting::Keep,
+            &mut |_, _| {},
+            &cancel,
+        )
+        .unwrap()
     };
     assert_eq!(index_and_publish().published, 2);
     std::fs::remove_file(docs.join("walrus-link.txt")).unwrap();
     let report = index_and_publish();
     assert_eq!((report.removed, report.unchanged), (1, 1), "{report:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn an_hnsw_index_on_the_vectors_is_built_used_and_dropped_as_asked() {
+    let Some(url) = postgres_database("hnsw") else {
+        return;
+    };
+    let index = Index::open(example_index()).unwrap();
+    let cancel = AtomicBool::new(false);
+    let publish_with =
+        |setting| publish(&index, &url, &[], setting, &mut |_, _| {}, &cancel).unwrap();
+    assert_eq!(publish_with(HnswSetting::Keep).hnsw, None);
+    let exact = PgStore::open(&url).unwrap();
+    let params = HnswParams::default();
+    assert_eq!(publish_with(HnswSetting::Build(params)).hnsw, Some(params));
+    let graph = PgStore::open(&url).unwrap();
+    assert_eq!(graph.summary().unwrap().hnsw, Some(params));
+
+    // The store's dense query can walk the index (the planner scans a store this small, and
+    // takes the index once scanning costs more).
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    client.batch_execute("SET enable_seqscan = off").unwrap();
+    let plan: String = client
+        .query(
+            "EXPLAIN SELECT id FROM scar_chunks ORDER BY embedding <=> \
+             (SELECT embedding FROM scar_chunks WHERE id = 1), id LIMIT 20",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| row.get::<_, String>(0) + "\n")
+        .collect();
+    assert!(plan.contains("scar_chunks_embedding"), "{plan}");
+
+    // On a store this small, candidates enough find every exact hit, in exact order, whole
+    // store and within documents alike.
+    let embedder = minilm();
+    let documents = exact.chunks_of(&[1]).unwrap();
+    for question in [
+        "What does it cost to take my kayak on the ferry?",
+        "How is a connection opened?",
+    ] {
+        let query = embedder.embed_query(question).unwrap();
+        for among in [None, Some(documents.as_slice())] {
+            let ids = |store: &PgStore| -> Vec<ChunkId> {
+                store
+                    .dense_ranking(&query, 20, among)
+                    .unwrap()
+                    .into_iter()
+                    .map(|(id, _)| id)
+                    .collect()
+            };
+            assert_eq!(ids(&graph), ids(&exact), "{question}");
+        }
+    }
+
+    // Asking again with another search breadth keeps the index and records the breadth.
+    let wider = HnswParams {
+        expansion_search: 512,
+        ..params
+    };
+    assert_eq!(publish_with(HnswSetting::Build(wider)).hnsw, Some(wider));
+    assert_eq!(publish_with(HnswSetting::Keep).hnsw, Some(wider));
+    assert_eq!(publish_with(HnswSetting::Remove).hnsw, None);
+    let left: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_indexes WHERE indexname = 'scar_chunks_embedding'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0);
+    assert_eq!(PgStore::open(&url).unwrap().summary().unwrap().hnsw, None);
+}
+
+#[test]
+fn an_older_store_is_upgraded_by_its_next_writer_and_another_chunker_refused() {
+    let Some(url) = postgres_database("schema") else {
+        return;
+    };
+    publish_example(&url);
+    // What version 1 recorded: its version and model, no chunker.
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    client
+        .batch_execute(
+            "UPDATE scar_meta SET value = '1' WHERE key = 'schema_version'; \
+             DELETE FROM scar_meta WHERE key = 'chunker'",
+        )
+        .unwrap();
+    let error = PgStore::open(&url).unwrap_err();
+    assert!(
+        matches!(error, StoreError::OlderSchema { found: 1, .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("to upgrade it"), "{error}");
+    let report = publish_example(&url);
+    assert_eq!((report.published, report.unchanged), (0, 4), "{report:?}");
+    let summary = PgStore::open(&url).unwrap().summary().unwrap();
+    assert_eq!(summary.schema_version, scar_postgres::SCHEMA_VERSION);
+    assert_eq!(
+        summary.chunker,
+        Index::open(example_index()).unwrap().manifest().chunker
+    );
+
+    // An index cut another way is refused, and the store keeps what it held.
+    let dir = std::env::temp_dir().join(format!("scar-pg-chunker-{}", std::process::id()));
+    let docs = dir.join("docs");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(docs.join("note.txt"), "A short note about kayaks.").unwrap();
+    let options = IndexOptions {
+        chunker: ChunkerConfig {
+            capacity: 80,
+            ..ChunkerConfig::default()
+        },
+        ..IndexOptions::default()
+    };
+    let other = index_folder_with(&dir.join("index"), &docs, &minilm(), &options);
+    let error = publish(
+        &other,
+        &url,
+        &[],
+        HnswSetting::Keep,
+        &mut |_, _| {},
+        &AtomicBool::new(false),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(error, StoreError::ChunkerMismatch { .. }),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains("chunks of at most 80 tokens"),
+        "{error}"
+    );
+    assert_eq!(PgStore::open(&url).unwrap().summary().unwrap().files, 4);
     std::fs::remove_dir_all(&dir).unwrap();
 }
