@@ -2,8 +2,10 @@
 //! with `--answers`, questions answered from the default policy's context and from static ±1's,
 //! each answer checked against the gold evidence.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use scar_answer::Reranking;
@@ -13,7 +15,7 @@ use scar_eval::{
     evaluate_answers, resolve, write_report,
 };
 use scar_index::{Index, IndexOptions, index_paths, indexing_model};
-use scar_retrieve::{FirstStage, Retriever, baseline_options};
+use scar_retrieve::{ChunkStore, FirstStage, Retriever, baseline_options};
 
 use crate::display_path;
 use crate::settings::{AnswerFlags, RerankFlags, SearchFlags, Settings};
@@ -127,7 +129,7 @@ pub fn run(settings: &Settings, args: &EvalArgs) -> Result<ExitCode> {
             "evaluating {} of {} tests with {} ({}{}), k = {}, seeds from the {}",
             resolved.tests.len(),
             resolved.tests_in_file,
-            retriever.index().manifest().model.id,
+            retriever.store().model().id,
             options
                 .first_stages
                 .iter()
@@ -192,7 +194,7 @@ pub fn run(settings: &Settings, args: &EvalArgs) -> Result<ExitCode> {
 fn seed_judges(
     settings: &Settings,
     args: &EvalArgs,
-    retriever: &Retriever,
+    retriever: &Retriever<Box<dyn ChunkStore>>,
 ) -> Result<Vec<SeedJudge>> {
     args.judges
         .iter()
@@ -288,9 +290,44 @@ fn run_answers(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Opens the index with its model, first indexing the benchmark's documents that it lacks or
-/// that changed (incrementally: only those files, so other documents stay).
-fn retriever(settings: &Settings, resolved: &Resolved, quiet: bool) -> Result<Retriever> {
+/// Opens the store with its model: a PostgreSQL store as it is (its writers publish the
+/// benchmark's documents), or the index folder, first indexing the benchmark's documents that
+/// it lacks or that changed (incrementally: only those files, so other documents stay).
+fn retriever(
+    settings: &Settings,
+    resolved: &Resolved,
+    quiet: bool,
+) -> Result<Retriever<Box<dyn ChunkStore>>> {
+    if let Some(url) = &settings.store.value {
+        let store = scar_postgres::PgStore::open(url)?;
+        let stored: HashSet<PathBuf> = store
+            .documents()?
+            .into_iter()
+            .map(|document| document.path)
+            .collect();
+        let missing = resolved
+            .documents
+            .iter()
+            .filter(|path| !stored.contains(*path))
+            .count();
+        if missing > 0 && !quiet {
+            eprintln!(
+                "note: {} of the benchmark's {} documents are not in {}; publish them with \
+                 `scar --store URL index {}`",
+                missing,
+                resolved.documents.len(),
+                store.url(),
+                display_path(&resolved.corpus)
+            );
+        }
+        let locator = ModelLocator::from_env(&settings.models_dir.value);
+        let store: Box<dyn ChunkStore> = Box::new(store);
+        return Ok(Retriever::open_store(
+            store,
+            &locator,
+            &settings.embed_options(),
+        )?);
+    }
     let dir = &settings.index.value;
     let existing = Index::open(dir).ok();
     let model = indexing_model(
@@ -346,7 +383,8 @@ fn retriever(settings: &Settings, resolved: &Resolved, quiet: bool) -> Result<Re
     }
     let index =
         Index::open(dir).with_context(|| format!("opening the index in {}", dir.display()))?;
-    Ok(Retriever::new(embedder, index)?)
+    let index: Box<dyn ChunkStore> = Box::new(index);
+    Ok(Retriever::with_store(Arc::new(embedder), index)?)
 }
 
 /// Whether `path` is in the index with the size and modification time it has now.

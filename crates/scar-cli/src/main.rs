@@ -158,7 +158,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     };
     let settings = Settings::resolve(&cli.settings, &search_flags, &answer_flags)?;
     let folder_only = match &cli.command {
-        Command::Eval(_) => Some("eval"),
         Command::Serve(_) => Some("serve"),
         Command::Mcp(_) => Some("mcp"),
         _ => None,

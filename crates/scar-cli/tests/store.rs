@@ -5,7 +5,7 @@ use std::process::Stdio;
 
 use scar_test_support::postgres_database;
 
-use crate::common::{fails_with, run, scar, workspace};
+use crate::common::{fails_with, rfc_index, run, scar, workspace};
 
 #[test]
 fn shells_index_into_one_store_at_once_and_another_searches_it() {
@@ -149,11 +149,7 @@ fn the_store_s_password_is_never_shown() {
 #[test]
 fn commands_that_read_only_the_folder_refuse_a_store() {
     let nowhere = std::path::Path::new("/nonexistent");
-    for command in [
-        &["serve"][..],
-        &["mcp"],
-        &["eval", "--corpus", ".", "--benchmark", "b.json"],
-    ] {
+    for command in [&["serve"][..], &["mcp"]] {
         fails_with(
             scar(nowhere)
                 .args(["--store", "postgres://ann:s3cret@127.0.0.1:1/scar"])
@@ -161,4 +157,80 @@ fn commands_that_read_only_the_folder_refuse_a_store() {
             "reads the index folder, not a PostgreSQL store",
         );
     }
+}
+
+#[test]
+fn eval_over_the_store_scores_what_the_folder_index_scores() {
+    let Some(url) = postgres_database("eval") else {
+        return;
+    };
+    let index = scar_index::Index::open(rfc_index()).unwrap();
+    scar_postgres::publish(
+        &index,
+        &url,
+        &[],
+        scar_index::HnswSetting::Keep,
+        &mut |_, _| {},
+        &std::sync::atomic::AtomicBool::new(false),
+    )
+    .unwrap();
+    let out = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let eval = |folder: &std::path::Path, store: &[&str], name: &str| -> serde_json::Value {
+        let output = run(scar(folder)
+            .args(store)
+            .args(["eval", "--quick", "--json", "--first-stages", "dense"])
+            .arg("--corpus")
+            .arg(scar_test_support::corpora())
+            .arg("--benchmark")
+            .arg(workspace().join("assets/benchmarks/rfc9293.json"))
+            .arg("--out")
+            .arg(out.join(name)));
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let nowhere = tempfile::tempdir().unwrap();
+    let folder = eval(rfc_index(), &[], "eval-store-folder");
+    let stored = eval(
+        &nowhere.path().join("none"),
+        &["--store", &url],
+        "eval-store-server",
+    );
+    assert!(
+        stored["settings"]["index"]
+            .as_str()
+            .unwrap()
+            .starts_with("postgres://")
+    );
+    assert_eq!(
+        stored["data"]["tests_scored"],
+        folder["data"]["tests_scored"]
+    );
+    // Dense seeds and every policy that reads no lexical rank: the same scores.
+    let policies = |report: &serde_json::Value| -> Vec<serde_json::Value> {
+        report["stages"][0]["policies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| !p["key"].as_str().unwrap().starts_with("evidence"))
+            .cloned()
+            .collect()
+    };
+    let compared = policies(&folder);
+    assert!(compared.len() >= 5, "{folder}");
+    assert_eq!(policies(&stored), compared);
+    assert_eq!(
+        stored["stages"][0]["sweep"], folder["stages"][0]["sweep"],
+        "the SCAR sweep"
+    );
+    // The neighbour tables read a folder index whole: over a store, they are refused.
+    fails_with(
+        scar(&nowhere.path().join("none"))
+            .args(["--store", &url, "eval", "--quick", "--neighbours"])
+            .arg("--corpus")
+            .arg(scar_test_support::corpora())
+            .arg("--benchmark")
+            .arg(workspace().join("assets/benchmarks/rfc9293.json"))
+            .arg("--out")
+            .arg(out.join("eval-store-neighbours")),
+        "read an index folder whole",
+    );
 }

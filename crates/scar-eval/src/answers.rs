@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use scar_answer::{Answer, GenerationParams, Generator, Question};
 use scar_policy::Options;
-use scar_retrieve::{FirstStage, Retriever};
+use scar_retrieve::{ChunkStore, FirstStage, Retriever};
 use serde::{Deserialize, Serialize};
 
 use crate::benchmark::Resolved;
@@ -137,8 +137,8 @@ pub struct AnswerEvalReport {
 
 /// Answers every test of `benchmark` with `generator`, once from each policy's context, and
 /// scores the answers against the gold chunks. `progress` counts answers.
-pub fn evaluate_answers(
-    retriever: &Retriever,
+pub fn evaluate_answers<S: ChunkStore>(
+    retriever: &Retriever<S>,
     benchmark: &Resolved,
     generator: &mut dyn Generator,
     options: &AnswerEvalOptions,
@@ -150,9 +150,9 @@ pub fn evaluate_answers(
     if options.k == 0 {
         return Err(EvalError::Options("k must be at least 1".to_owned()));
     }
-    let index = retriever.index();
+    let store = retriever.store();
     let mut problems = benchmark.problems.clone();
-    let tests = gold_tests(index, benchmark, &mut problems)?;
+    let tests = gold_tests(store, benchmark, &mut problems)?;
     let total = tests.len() * options.policies.len();
     let mut done = 0;
     progress(Progress { done, total });
@@ -188,7 +188,7 @@ pub fn evaluate_answers(
                 .iter()
                 .map(|chunk| chunk.id)
                 .collect();
-            let context = context_extents(index, &ids);
+            let context = context_extents(store, &ids)?;
             records.push(record(test, policy, &answered.answer, &context));
             done += 1;
             progress(Progress { done, total });
@@ -206,7 +206,7 @@ pub fn evaluate_answers(
     Ok(AnswerEvalReport {
         schema: ANSWERS_SCHEMA_VERSION.to_owned(),
         benchmark: benchmark.benchmark.display().to_string(),
-        model: index.manifest().model.id.clone(),
+        model: store.model().id.clone(),
         llm: generator.name(),
         k: options.k,
         first_stage: options.first_stage,

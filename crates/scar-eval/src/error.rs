@@ -61,9 +61,9 @@ pub enum EvalError {
     /// Embedding a seam text failed.
     #[error(transparent)]
     Embed(#[from] scar_embed::EmbedError),
-    /// The index could not be opened again for the reranked runs.
-    #[error("opening the index again for the reranker's runs failed")]
-    Rerank(#[source] Box<scar_retrieve::RetrieveError>),
+    /// Reading the stored documents and chunks the tests are scored on failed.
+    #[error("reading the documents and chunks to score failed")]
+    Store(#[source] Box<scar_retrieve::RetrieveError>),
     /// Retrieval failed for one test.
     #[error("test {test}")]
     Retrieve {

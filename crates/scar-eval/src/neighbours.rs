@@ -5,12 +5,14 @@ use std::collections::HashMap;
 
 use scar_core::SeamKind;
 use scar_core::{ChunkId, dot};
+use scar_embed::Embedder;
 use scar_index::Index;
 use scar_policy::{Policy, Side, fused_score};
-use scar_retrieve::{FirstStage, Prepared, Retriever};
+use scar_retrieve::{FirstStage, Prepared};
 use serde::{Deserialize, Serialize};
 
 use crate::metrics::Group;
+use crate::run::ScoredTest;
 
 /// One neighbour of one seed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -107,13 +109,13 @@ impl SeamCache {
     /// The seam between `left` and the next chunk of its document.
     fn seam(
         &mut self,
-        retriever: &Retriever,
+        embedder: &Embedder,
+        index: &Index,
         left: ChunkId,
     ) -> crate::Result<(SeamKind, Vec<f32>)> {
         if let Some(seam) = self.seams.get(&left) {
             return Ok(seam.clone());
         }
-        let index = retriever.index();
         let (Some(a), Some(b)) = (
             index.chunk(left),
             index
@@ -151,26 +153,22 @@ impl SeamCache {
             scar_index::seam_kind(&document.text, &a.bytes, &b.bytes, &document.headings)
         });
         let text = scar_index::seam_text(&document.text, &a.bytes, &b.bytes, SEAM_WORDS);
-        let embedding = retriever
-            .embedder()
-            .embed_passages(&[text.as_str()], &mut |_| {})?
-            .data;
+        let embedding = embedder.embed_passages(&[text.as_str()], &mut |_| {})?.data;
         self.seams.insert(left, (kind, embedding.clone()));
         Ok((kind, embedding))
     }
 }
 
-/// The rows for one prepared question.
+/// The rows for one question of `test`, prepared in `index`; `embedder` embeds the seams.
 pub(crate) fn rows(
-    retriever: &Retriever,
+    embedder: &Embedder,
+    index: &Index,
     prepared: &Prepared,
-    test: &str,
-    group: Group,
-    gold: &[ChunkId],
+    test: &ScoredTest<'_>,
     seams: &mut SeamCache,
     scope: Option<&[u32]>,
 ) -> crate::Result<Vec<NeighbourRow>> {
-    let index = retriever.index();
+    let (group, gold) = (test.group, test.gold.chunks());
     let q = &prepared.embedding;
     let cos = |id: ChunkId| dot(q, index.embedding(id));
     let (mean, sd) = background(index, q);
@@ -194,7 +192,7 @@ pub(crate) fn rows(
                     break;
                 };
                 let left = if side == Side::Next { previous } else { id };
-                let (seam_kind, seam) = seams.seam(retriever, left)?;
+                let (seam_kind, seam) = seams.seam(embedder, index, left)?;
                 let Some(chunk) = index.chunk(id) else {
                     break;
                 };
@@ -203,7 +201,7 @@ pub(crate) fn rows(
                     .or_insert_with(|| DocumentStats::of(chunk.document, &cos, &bm25));
                 out.push(NeighbourRow {
                     first_stage: prepared.first_stage,
-                    test: test.to_owned(),
+                    test: test.id.to_owned(),
                     group,
                     seed_rank: rank + 1,
                     seed: seed.0,

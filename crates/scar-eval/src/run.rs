@@ -6,9 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use scar_core::ChunkId;
-use scar_index::Index;
 use scar_policy::{Options, Policy};
-use scar_retrieve::{FirstStage, Retriever};
+use scar_retrieve::{ChunkStore, FirstStage, Retriever, StoredChunk};
 
 use crate::benchmark::Resolved;
 use crate::metrics::{ChunkExtent, Gold, Group, TestScore, aggregate, in_group, score};
@@ -40,33 +39,37 @@ pub(crate) struct ScoredTest<'a> {
     pub(crate) documents: Vec<u32>,
 }
 
-/// Runs the evaluation of `benchmark` against the retriever's index.
+/// Runs the evaluation of `benchmark` against the retriever's store (a folder index, or
+/// another [`ChunkStore`]).
 ///
-/// Documents of the benchmark are matched to the index's documents by canonical path; tests
-/// whose documents are not indexed, or whose spans cover no chunk (e.g. only whitespace that
-/// the chunker dropped), are left out and listed in the report's problems.
-pub fn evaluate(
-    retriever: &Retriever,
+/// Documents of the benchmark are matched to the store's documents by canonical path; tests
+/// whose documents are not stored, or whose spans cover no chunk (e.g. only whitespace that
+/// the chunker dropped), are left out and listed in the report's problems. The neighbour and
+/// seed tables read a folder index whole, so they need one.
+pub fn evaluate<S: ChunkStore>(
+    retriever: &Retriever<S>,
     benchmark: &Resolved,
     options: &EvalOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<EvalReport> {
     options.validate()?;
-    let index = retriever.index();
+    let store = retriever.store();
+    if options.neighbour_table && store.folder_index().is_none() {
+        return Err(EvalError::Options(format!(
+            "the neighbour and seed tables read an index folder whole; {} is not one",
+            store.location()
+        )));
+    }
     let mut problems = benchmark.problems.clone();
-    let tests = gold_tests(index, benchmark, &mut problems)?;
+    let tests = gold_tests(store, benchmark, &mut problems)?;
     let runner = Runner::new(options, &tests)?;
-    // The reranked runs search the same index through a retriever that carries the judge.
-    let reranked = match &options.reranker {
-        Some(judge) => Some((
+    // The reranked runs search the same store through a retriever that carries the judge.
+    let reranked = options.reranker.as_ref().map(|judge| {
+        (
             judge.name.clone(),
-            retriever
-                .reopen()
-                .map_err(|source| EvalError::Rerank(Box::new(source)))?
-                .with_reranker(Arc::clone(&judge.judge)),
-        )),
-        None => None,
-    };
+            retriever.borrowed().with_reranker(Arc::clone(&judge.judge)),
+        )
+    });
     let runs = 1 + usize::from(reranked.is_some());
     let total = tests.len() * options.first_stages.len() * runs;
     let mut done = 0;
@@ -94,16 +97,16 @@ pub fn evaluate(
                 .or_default() += 1;
         }
     }
-    let manifest = index.manifest();
+    let model = store.model();
     Ok(EvalReport {
         schema: SCHEMA_VERSION.to_owned(),
         settings: EvalSettings {
             benchmark: benchmark.benchmark.display().to_string(),
             corpus: benchmark.corpus.display().to_string(),
-            index: index.dir().display().to_string(),
-            model: manifest.model.id.clone(),
-            dimension: manifest.model.dimension,
-            chunker: manifest.chunker,
+            index: store.location(),
+            model: model.id.clone(),
+            dimension: model.dimension,
+            chunker: store.chunker(),
             k: options.k,
             first_stages: options.first_stages.clone(),
             policies: options.policies.clone(),
@@ -120,8 +123,8 @@ pub fn evaluate(
             atomic: count(Group::Atomic),
             kinds,
             documents: benchmark.documents.len(),
-            index_documents: index.documents().len(),
-            index_chunks: index.len(),
+            index_documents: store.documents().map_err(retrieve_error)?.len(),
+            index_chunks: store.len(),
             path_fallbacks: benchmark.fallbacks,
             path_fallback_example: benchmark.fallback_example.clone(),
             problems,
@@ -133,26 +136,22 @@ pub fn evaluate(
 /// The benchmark's tests with their gold chunks; the ones that cannot be scored are left out
 /// with a line in `problems`, and none left is an error naming the first problems.
 pub(crate) fn gold_tests<'a>(
-    index: &Index,
+    store: &dyn ChunkStore,
     benchmark: &'a Resolved,
     problems: &mut Vec<String>,
 ) -> Result<Vec<ScoredTest<'a>>> {
     // Spans point into a file's own text, never into an attachment's.
-    let slots: HashMap<&Path, u32> = index
-        .documents()
+    let documents = store.documents().map_err(retrieve_error)?;
+    let slots: HashMap<&Path, u32> = documents
         .iter()
         .filter(|d| d.attachment.is_none())
         .map(|d| (d.path.as_path(), d.slot))
         .collect();
     let mut extents: HashMap<u32, Vec<ChunkExtent>> = HashMap::new();
-    for document in index.documents() {
+    for document in &documents {
         if document.attachment.is_none() && benchmark.documents.contains(&document.path) {
-            let chunks = document
-                .rows()
-                .filter_map(|row| index.chunk(ChunkId(row)))
-                .map(|c| extent(&c))
-                .collect();
-            extents.insert(document.slot, chunks);
+            let ids = store.chunks_of(&[document.slot]).map_err(retrieve_error)?;
+            extents.insert(document.slot, context_extents(store, &ids)?);
         }
     }
     let mut tests = Vec::new();
@@ -162,7 +161,7 @@ pub(crate) fn gold_tests<'a>(
             match slots.get(span.path.as_path()) {
                 Some(&slot) => spans.push((slot, span.chars.clone())),
                 None => problems.push(format!(
-                    "test {}: {} is not in the index",
+                    "test {}: {} is not indexed",
                     test.id,
                     span.path.display()
                 )),
@@ -264,14 +263,14 @@ impl<'a> Runner<'a> {
     /// Every test with one first stage, through `retriever` (which carries the judge named
     /// `reranker`, if any); `tick` after each test. The neighbour and seed tables are gathered
     /// for the first stage's own seeds only.
-    fn stage(
+    fn stage<S: ChunkStore>(
         &self,
-        retriever: &Retriever,
+        retriever: &Retriever<S>,
         reranker: Option<&String>,
         stage: FirstStage,
         tick: &mut dyn FnMut(),
     ) -> Result<StageResult> {
-        let index = retriever.index();
+        let store = retriever.store();
         let named = &self.options.policies;
         let mut policy_scores: Vec<Vec<TestScore>> =
             vec![Vec::with_capacity(self.tests.len()); named.len()];
@@ -296,18 +295,19 @@ impl<'a> Runner<'a> {
                 }
             }
             .map_err(retrieve)?;
-            if self.options.neighbour_table && reranker.is_none() {
+            let index = store.folder_index();
+            if let (true, None, Some(index)) = (self.options.neighbour_table, reranker, index) {
                 neighbours.extend(crate::neighbours::rows(
-                    retriever,
+                    retriever.embedder(),
+                    index,
                     &prepared,
-                    test.id,
-                    test.group,
-                    test.gold.chunks(),
+                    test,
                     &mut seams,
                     (self.options.scope == Scope::Document).then_some(test.documents.as_slice()),
                 )?);
                 let (rows, seconds) = crate::seeds::rows(
                     retriever,
+                    index,
                     &prepared,
                     test.id,
                     test.group,
@@ -321,7 +321,7 @@ impl<'a> Runner<'a> {
             }
             let run = |options: &Options| -> Result<TestScore> {
                 let ledger = retriever.ledger(&prepared, options).map_err(retrieve)?;
-                let context = context_extents(index, &ledger.context);
+                let context = context_extents(store, &ledger.context)?;
                 Ok(score(&test.gold, &context, ledger.context_tokens))
             };
             let mut scores = BTreeMap::new();
@@ -454,18 +454,25 @@ const METRICS: [(&str, Metric); 3] = [
     ("tokens", |s| s.tokens as f64),
 ];
 
-fn extent(chunk: &scar_index::ChunkView<'_>) -> ChunkExtent {
+fn extent(chunk: &StoredChunk) -> ChunkExtent {
     ChunkExtent {
         id: chunk.id,
-        document: chunk.document.slot,
-        chars: chunk.chars.clone(),
+        document: chunk.slot,
+        chars: chunk.chars[0]..chunk.chars[1],
     }
 }
 
-pub(crate) fn context_extents(index: &Index, context: &[ChunkId]) -> Vec<ChunkExtent> {
-    context
+/// Where the chunks `ids` lie, read from `store` in one request.
+pub(crate) fn context_extents(store: &dyn ChunkStore, ids: &[ChunkId]) -> Result<Vec<ChunkExtent>> {
+    Ok(store
+        .stored_chunks(ids)
+        .map_err(retrieve_error)?
         .iter()
-        .filter_map(|&id| index.chunk(id))
-        .map(|c| extent(&c))
-        .collect()
+        .map(extent)
+        .collect())
+}
+
+/// An error of the store met outside any one test.
+fn retrieve_error(source: scar_retrieve::RetrieveError) -> EvalError {
+    EvalError::Store(Box::new(source))
 }

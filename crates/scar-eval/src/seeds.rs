@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use scar_core::{ChunkId, dot};
+use scar_index::Index;
 use scar_policy::{Side, fused_score};
-use scar_retrieve::{Candidate, FirstStage, Prepared, Rerank, Retriever};
+use scar_retrieve::{Candidate, ChunkStore, FirstStage, Prepared, Rerank, Retriever};
 use serde::{Deserialize, Serialize};
 
 use crate::metrics::Group;
@@ -60,15 +61,15 @@ pub struct SeedRow {
 }
 
 /// The rows for one prepared question, and each judge's time for its seeds.
-pub(crate) fn rows(
-    retriever: &Retriever,
+pub(crate) fn rows<S: ChunkStore>(
+    retriever: &Retriever<S>,
+    index: &Index,
     prepared: &Prepared,
     test: &str,
     group: Group,
     gold: &[ChunkId],
     judges: &[SeedJudge],
 ) -> crate::Result<(Vec<SeedRow>, BTreeMap<String, f64>)> {
-    let index = retriever.index();
     let seeds: Vec<ChunkId> = prepared.seeds.iter().map(|s| s.id).collect();
     let candidates: Vec<Candidate> = prepared
         .seeds

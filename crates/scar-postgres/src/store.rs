@@ -11,7 +11,7 @@ use scar_core::{ChunkId, Position, SeamKind, Side};
 use scar_embed::ModelInfo;
 use scar_index::{ChunkerConfig, HnswParams};
 use scar_policy::ChunkSource;
-use scar_retrieve::{ChunkStore, StoredChunk};
+use scar_retrieve::{ChunkStore, StoredChunk, StoredDocument};
 
 use crate::schema::Meta;
 use crate::{Result, StoreError, redacted, schema};
@@ -187,6 +187,31 @@ impl PgStore {
             .collect())
     }
 
+    /// The chunks among `ids` that are stored, in no particular order.
+    fn read_chunks(&self, wanted: &[ChunkId]) -> Result<Vec<StoredChunk>> {
+        let rows = self.query(
+            "SELECT c.id, d.path, d.attachment, c.ordinal, c.char_start, c.char_end, c.tokens, \
+             c.heading_path, c.page, c.text, c.document FROM scar_chunks c \
+             JOIN scar_documents d ON d.id = c.document WHERE c.id = ANY($1)",
+            &[&ids(wanted)],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|row| StoredChunk {
+                id: chunk_id(row.get(0)),
+                slot: unsigned(row.get(10)),
+                document: row.get(1),
+                attachment: row.get(2),
+                ordinal: unsigned(row.get(3)),
+                chars: [unsigned(row.get(4)) as usize, unsigned(row.get(5)) as usize],
+                tokens: unsigned(row.get(6)) as usize,
+                heading_path: row.get(7),
+                page: row.get::<_, Option<i32>>(8).map(unsigned),
+                text: row.get(9),
+            })
+            .collect())
+    }
+
     /// How a dense search of `depth` chunks runs: exactly without an HNSW index, or among a
     /// few chunks; otherwise on the index, keeping the candidates the store's parameters name
     /// and at least `depth` (as the folder index's graph search does), its hits in exact order.
@@ -240,8 +265,27 @@ impl ChunkStore for PgStore {
         &self.meta.model
     }
 
+    fn chunker(&self) -> ChunkerConfig {
+        self.meta.chunker
+    }
+
     fn len(&self) -> usize {
         self.chunks
+    }
+
+    fn documents(&self) -> scar_retrieve::Result<Vec<StoredDocument>> {
+        let rows = self.query(
+            "SELECT id, path, attachment FROM scar_documents ORDER BY id",
+            &[],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|row| StoredDocument {
+                slot: unsigned(row.get(0)),
+                path: row.get::<_, String>(1).into(),
+                attachment: row.get(2),
+            })
+            .collect())
     }
 
     fn chunks_of(&self, slots: &[u32]) -> scar_retrieve::Result<Vec<ChunkId>> {
@@ -300,23 +344,23 @@ impl ChunkStore for PgStore {
     }
 
     fn chunk(&self, id: ChunkId) -> scar_retrieve::Result<Option<StoredChunk>> {
-        let rows = self.query(
-            "SELECT c.id, d.path, d.attachment, c.ordinal, c.char_start, c.char_end, c.tokens, \
-             c.heading_path, c.page, c.text FROM scar_chunks c \
-             JOIN scar_documents d ON d.id = c.document WHERE c.id = $1",
-            &[&int(id.0)],
-        )?;
-        Ok(rows.first().map(|row| StoredChunk {
-            id: chunk_id(row.get(0)),
-            document: row.get(1),
-            attachment: row.get(2),
-            ordinal: unsigned(row.get(3)),
-            chars: [unsigned(row.get(4)) as usize, unsigned(row.get(5)) as usize],
-            tokens: unsigned(row.get(6)) as usize,
-            heading_path: row.get(7),
-            page: row.get::<_, Option<i32>>(8).map(unsigned),
-            text: row.get(9),
-        }))
+        Ok(self.read_chunks(&[id])?.pop())
+    }
+
+    fn stored_chunks(&self, ids: &[ChunkId]) -> scar_retrieve::Result<Vec<StoredChunk>> {
+        let read: HashMap<ChunkId, StoredChunk> = self
+            .read_chunks(ids)?
+            .into_iter()
+            .map(|chunk| (chunk.id, chunk))
+            .collect();
+        let mut chunks = Vec::with_capacity(ids.len());
+        for &id in ids {
+            let Some(chunk) = read.get(&id) else {
+                return Err(scar_retrieve::RetrieveError::UnknownChunk(id));
+            };
+            chunks.push(chunk.clone());
+        }
+        Ok(chunks)
     }
 
     fn policy_source(&self, seeds: &[ChunkId]) -> scar_retrieve::Result<Box<dyn ChunkSource + '_>> {

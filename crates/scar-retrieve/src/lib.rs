@@ -47,7 +47,7 @@ pub use error::{Result, RetrieveError};
 pub use report::{ChunkPlace, ContextChunk, SCHEMA_VERSION, SearchReport, Timings};
 pub use rerank::{Candidate, Rerank};
 pub use sentences::BestSentence;
-pub use store::{ChunkStore, StoredChunk};
+pub use store::{ChunkStore, StoredChunk, StoredDocument};
 
 /// Seeds per question unless asked otherwise.
 pub const DEFAULT_K: usize = 5;
@@ -209,6 +209,16 @@ impl<S: ChunkStore> Retriever<S> {
             store,
             reranker: None,
         })
+    }
+
+    /// A second retriever with this one's model, store and reranker, borrowing the store.
+    #[must_use]
+    pub fn borrowed(&self) -> Retriever<&S> {
+        Retriever {
+            embedder: Arc::clone(&self.embedder),
+            store: &self.store,
+            reranker: self.reranker.clone(),
+        }
     }
 
     /// The same retriever, taking its seeds from `reranker`'s order of the first stage's

@@ -1,9 +1,11 @@
 //! Where the retriever's chunks live: the [`ChunkStore`] seam, and the folder [`Index`] as its
 //! first store.
 
+use std::path::PathBuf;
+
 use scar_core::{ChunkId, Position, SeamKind};
 use scar_embed::ModelInfo;
-use scar_index::Index;
+use scar_index::{ChunkerConfig, Index};
 use scar_policy::{ChunkSource, PolicyError, Side};
 
 use crate::{Result, RetrieveError};
@@ -20,13 +22,17 @@ pub trait ChunkStore: Send + Sync {
     fn location(&self) -> String;
     /// The embedding model the chunks were embedded with.
     fn model(&self) -> &ModelInfo;
+    /// How the documents were cut.
+    fn chunker(&self) -> ChunkerConfig;
     /// Chunks stored.
     fn len(&self) -> usize;
     /// True when nothing is stored.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// The chunks of the documents in `slots`.
+    /// The documents stored, with their slots.
+    fn documents(&self) -> Result<Vec<StoredDocument>>;
+    /// The chunks of the documents in `slots`, each document's in order.
     fn chunks_of(&self, slots: &[u32]) -> Result<Vec<ChunkId>>;
     /// The `depth` chunks (of `among` only, when given) nearest `embedding` by cosine, best
     /// first.
@@ -51,6 +57,11 @@ pub trait ChunkStore: Send + Sync {
     fn stored(&self, id: ChunkId) -> Result<StoredChunk> {
         self.chunk(id)?.ok_or(RetrieveError::UnknownChunk(id))
     }
+    /// Chunks `ids`, in order, which this store's own search handed out: for a store on a
+    /// server, in one round trip.
+    fn stored_chunks(&self, ids: &[ChunkId]) -> Result<Vec<StoredChunk>> {
+        ids.iter().map(|&id| self.stored(id)).collect()
+    }
     /// The chunks as the policy walks them from `seeds`: embeddings, neighbours, continuity
     /// and seams. A store that reads them from elsewhere reads the seeds' documents here, once.
     fn policy_source(&self, seeds: &[ChunkId]) -> Result<Box<dyn ChunkSource + '_>>;
@@ -59,6 +70,22 @@ pub trait ChunkStore: Send + Sync {
     fn policy_error(&self, error: PolicyError) -> RetrieveError {
         RetrieveError::Policy(error)
     }
+    /// The folder index this store is, if it is one: for what reads more of an index than this
+    /// seam offers (the evaluation's tables of every neighbour and seed).
+    fn folder_index(&self) -> Option<&Index> {
+        None
+    }
+}
+
+/// A document as a store holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredDocument {
+    /// The number [`ChunkStore::chunks_of`] takes.
+    pub slot: u32,
+    /// Its file's path.
+    pub path: PathBuf,
+    /// For a document carried inside the file (a mail's attachment), its name there.
+    pub attachment: Option<String>,
 }
 
 /// A chunk as a store holds it, with what a reader needs to cite it.
@@ -66,6 +93,8 @@ pub trait ChunkStore: Send + Sync {
 pub struct StoredChunk {
     /// Its id.
     pub id: ChunkId,
+    /// Its document's slot.
+    pub slot: u32,
     /// The document's path.
     pub document: String,
     /// For a document carried inside the file (a mail's attachment), its name there.
@@ -97,45 +126,69 @@ impl StoredChunk {
     }
 }
 
+/// Forwards every method of the seam to the store a pointer leads to.
+macro_rules! forward_chunk_store {
+    () => {
+        fn location(&self) -> String {
+            (**self).location()
+        }
+        fn model(&self) -> &ModelInfo {
+            (**self).model()
+        }
+        fn chunker(&self) -> ChunkerConfig {
+            (**self).chunker()
+        }
+        fn len(&self) -> usize {
+            (**self).len()
+        }
+        fn documents(&self) -> Result<Vec<StoredDocument>> {
+            (**self).documents()
+        }
+        fn chunks_of(&self, slots: &[u32]) -> Result<Vec<ChunkId>> {
+            (**self).chunks_of(slots)
+        }
+        fn dense_ranking(
+            &self,
+            embedding: &[f32],
+            depth: usize,
+            among: Option<&[ChunkId]>,
+        ) -> Result<Vec<(ChunkId, f32)>> {
+            (**self).dense_ranking(embedding, depth, among)
+        }
+        fn lexical_ranking(
+            &self,
+            query: &str,
+            depth: usize,
+            among: Option<&[ChunkId]>,
+        ) -> Result<Vec<(ChunkId, f32)>> {
+            (**self).lexical_ranking(query, depth, among)
+        }
+        fn chunk(&self, id: ChunkId) -> Result<Option<StoredChunk>> {
+            (**self).chunk(id)
+        }
+        fn stored_chunks(&self, ids: &[ChunkId]) -> Result<Vec<StoredChunk>> {
+            (**self).stored_chunks(ids)
+        }
+        fn policy_source(&self, seeds: &[ChunkId]) -> Result<Box<dyn ChunkSource + '_>> {
+            (**self).policy_source(seeds)
+        }
+        fn policy_error(&self, error: PolicyError) -> RetrieveError {
+            (**self).policy_error(error)
+        }
+        fn folder_index(&self) -> Option<&Index> {
+            (**self).folder_index()
+        }
+    };
+}
+
 /// A store chosen when the program runs (a folder or a server) is a store.
 impl<T: ChunkStore + ?Sized> ChunkStore for Box<T> {
-    fn location(&self) -> String {
-        (**self).location()
-    }
-    fn model(&self) -> &ModelInfo {
-        (**self).model()
-    }
-    fn len(&self) -> usize {
-        (**self).len()
-    }
-    fn chunks_of(&self, slots: &[u32]) -> Result<Vec<ChunkId>> {
-        (**self).chunks_of(slots)
-    }
-    fn dense_ranking(
-        &self,
-        embedding: &[f32],
-        depth: usize,
-        among: Option<&[ChunkId]>,
-    ) -> Result<Vec<(ChunkId, f32)>> {
-        (**self).dense_ranking(embedding, depth, among)
-    }
-    fn lexical_ranking(
-        &self,
-        query: &str,
-        depth: usize,
-        among: Option<&[ChunkId]>,
-    ) -> Result<Vec<(ChunkId, f32)>> {
-        (**self).lexical_ranking(query, depth, among)
-    }
-    fn chunk(&self, id: ChunkId) -> Result<Option<StoredChunk>> {
-        (**self).chunk(id)
-    }
-    fn policy_source(&self, seeds: &[ChunkId]) -> Result<Box<dyn ChunkSource + '_>> {
-        (**self).policy_source(seeds)
-    }
-    fn policy_error(&self, error: PolicyError) -> RetrieveError {
-        (**self).policy_error(error)
-    }
+    forward_chunk_store!();
+}
+
+/// A store borrowed (by a second retriever over the same store) is a store.
+impl<T: ChunkStore + ?Sized> ChunkStore for &T {
+    forward_chunk_store!();
 }
 
 impl ChunkStore for Index {
@@ -147,8 +200,23 @@ impl ChunkStore for Index {
         &self.manifest().model
     }
 
+    fn chunker(&self) -> ChunkerConfig {
+        self.manifest().chunker
+    }
+
     fn len(&self) -> usize {
         Index::len(self)
+    }
+
+    fn documents(&self) -> Result<Vec<StoredDocument>> {
+        Ok(Index::documents(self)
+            .iter()
+            .map(|document| StoredDocument {
+                slot: document.slot,
+                path: document.path.clone(),
+                attachment: document.attachment.clone(),
+            })
+            .collect())
     }
 
     fn chunks_of(&self, slots: &[u32]) -> Result<Vec<ChunkId>> {
@@ -185,6 +253,7 @@ impl ChunkStore for Index {
         };
         Ok(Some(StoredChunk {
             id: chunk.id,
+            slot: chunk.document.slot,
             document: chunk.document.path.display().to_string(),
             attachment: chunk.document.attachment.clone(),
             ordinal: chunk.ordinal,
@@ -203,6 +272,10 @@ impl ChunkStore for Index {
 
     fn policy_error(&self, error: PolicyError) -> RetrieveError {
         RetrieveError::from_policy(self, error)
+    }
+
+    fn folder_index(&self) -> Option<&Index> {
+        Some(self)
     }
 }
 

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use scar_core::{ChunkId, Position, SeamKind, Side, dot, norm};
 use scar_embed::ModelInfo;
-use scar_index::Index;
+use scar_index::{ChunkerConfig, Index};
 use scar_policy::{ChunkSource, Options, Policy};
-use scar_retrieve::{ChunkStore, FirstStage, Result, Retriever, StoredChunk};
+use scar_retrieve::{ChunkStore, FirstStage, Result, Retriever, StoredChunk, StoredDocument};
 use scar_test_support::{example_index, minilm};
 
 /// One chunk as the policy and a report see it.
@@ -26,6 +26,8 @@ struct Held {
 /// folder index's own: BM25 is not what this store is about, and the evidence walk reads it.
 struct MemoryStore {
     model: ModelInfo,
+    chunker: ChunkerConfig,
+    documents: Vec<StoredDocument>,
     chunks: Vec<Held>,
     lexical: Index,
 }
@@ -67,6 +69,8 @@ impl MemoryStore {
         drop(source);
         Self {
             model: ChunkStore::model(&index).clone(),
+            chunker: ChunkStore::chunker(&index),
+            documents: ChunkStore::documents(&index).unwrap(),
             chunks,
             lexical: index,
         }
@@ -109,8 +113,14 @@ impl ChunkStore for MemoryStore {
     fn model(&self) -> &ModelInfo {
         &self.model
     }
+    fn chunker(&self) -> ChunkerConfig {
+        self.chunker
+    }
     fn len(&self) -> usize {
         self.chunks.len()
+    }
+    fn documents(&self) -> Result<Vec<StoredDocument>> {
+        Ok(self.documents.clone())
     }
     fn chunks_of(&self, slots: &[u32]) -> Result<Vec<ChunkId>> {
         Ok(self
