@@ -71,6 +71,11 @@ pub struct IndexArgs {
     /// renamed or removed; a burst of changes is one run (Ctrl-C stops)
     #[arg(long, conflicts_with_all = ["rebuild", "repair"])]
     watch: bool,
+    /// With a store: when it is new, keep its chunks on this PostgreSQL database, one of two
+    /// or more (repeat the flag), hash-partitioned by document through foreign tables; the
+    /// store's own server keeps its files and documents and must reach each shard at its URL
+    #[arg(long = "shard", value_name = "URL")]
+    shards: Vec<String>,
 }
 
 /// How a run's report is printed.
@@ -143,6 +148,11 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
             dir.display()
         );
     }
+    if !args.shards.is_empty() && settings.store.value.is_none() {
+        anyhow::bail!(
+            "--shard names where a PostgreSQL store keeps its chunks; name the store too (--store URL)"
+        );
+    }
     if args.rebuild || args.repair {
         return rebuild(settings, args);
     }
@@ -192,6 +202,7 @@ pub fn run(settings: &Settings, args: &IndexArgs) -> Result<ExitCode> {
             url,
             roots: &args.paths,
             hnsw: options.hnsw,
+            shards: &args.shards,
         });
         index_into(
             dir,
@@ -404,6 +415,8 @@ struct Publish<'a> {
     roots: &'a [PathBuf],
     /// What becomes of the store's HNSW index.
     hnsw: HnswSetting,
+    /// The servers a new store keeps its chunks on; none keeps them beside its documents.
+    shards: &'a [String],
 }
 
 /// Runs `index` on the folder index in `dir` (a plain run or a rebuild), publishes it to a
@@ -541,8 +554,17 @@ fn publish_to(
     json: bool,
     cancel: &AtomicBool,
 ) -> Result<scar_postgres::PublishReport> {
-    let Publish { url, roots, hnsw } = target;
+    let Publish {
+        url,
+        roots,
+        hnsw,
+        shards,
+    } = target;
     let index = scar_index::Index::open(dir)?;
+    if !shards.is_empty() {
+        let manifest = index.manifest();
+        scar_postgres::create_sharded(url, shards, &manifest.model, &manifest.chunker)?;
+    }
     // The roots as the index names the files under them, gone ones too.
     let roots: Vec<PathBuf> = roots
         .iter()

@@ -230,6 +230,13 @@ fn inspect_store(url: &str, args: &InspectArgs) -> Result<ExitCode> {
             summary.documents,
             summary.chunks
         );
+        if !summary.shards.is_empty() {
+            outln!(
+                "chunks on {} shards: {}",
+                summary.shards.len(),
+                summary.shards.join(", ")
+            );
+        }
         if let Some(params) = summary.hnsw {
             outln!(
                 "dense search: pgvector HNSW index (m {}, ef_construction {}, ef_search {})",

@@ -3,7 +3,7 @@
 
 use std::process::Stdio;
 
-use scar_test_support::postgres_database;
+use scar_test_support::{postgres_database, postgres_shards};
 
 use crate::common::{fails_with, rfc_index, run, scar, workspace};
 
@@ -232,5 +232,59 @@ fn eval_over_the_store_scores_what_the_folder_index_scores() {
             .arg("--out")
             .arg(out.join("eval-store-neighbours")),
         "read an index folder whole",
+    );
+}
+
+#[test]
+fn a_store_on_shards_is_indexed_and_searched_through_its_coordinator() {
+    let (Some(url), Some(shards)) = (postgres_database("cli_coordinator"), postgres_shards("cli"))
+    else {
+        return;
+    };
+    let base = tempfile::tempdir().unwrap();
+    let index = |extra: &[&str]| {
+        let mut command = scar(&base.path().join("index"));
+        command.args(["--store", &url, "index", "--json"]);
+        for shard in &shards {
+            command.args(["--shard", shard]);
+        }
+        run(command.args(extra).arg(workspace().join("assets/example")))
+    };
+    let report: serde_json::Value = serde_json::from_slice(&index(&[]).stdout).unwrap();
+    assert_eq!(report["store"]["published"], 4, "{report}");
+    // The same flags again: the store is kept, nothing written.
+    let report: serde_json::Value = serde_json::from_slice(&index(&[]).stdout).unwrap();
+    assert_eq!(report["store"]["unchanged"], 4, "{report}");
+    let nowhere = base.path().join("no-index-here");
+    let output = run(scar(&nowhere).args(["--store", &url, "inspect"]));
+    let shown = String::from_utf8_lossy(&output.stdout);
+    assert!(shown.contains("chunks on 2 shards"), "{shown}");
+    let output = run(scar(&nowhere).args([
+        "--store",
+        &url,
+        "search",
+        "What does it cost to take my kayak on the ferry?",
+        "--json",
+    ]));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    // The first seed is the kayak fee's paragraph, as on one server.
+    let seed = &report["ledger"]["seeds"][0]["id"];
+    let place = report["places"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|place| &place["id"] == seed)
+        .unwrap();
+    assert!(
+        place["document"]
+            .as_str()
+            .unwrap()
+            .ends_with("ferry-handbook.md"),
+        "{report}"
+    );
+    assert_eq!(place["ordinal"], 3, "{report}");
+    fails_with(
+        scar(&nowhere).args(["index", "--shard", &shards[0], "."]),
+        "name the store too",
     );
 }

@@ -80,6 +80,23 @@ pub enum StoreError {
         /// The chunker given, for a person.
         chunker: String,
     },
+    /// A store's shards were named wrong: fewer than two, or other servers than the store has.
+    #[error("cannot keep the store at {url} on those shards: {reason}")]
+    Shards {
+        /// The coordinator, password left out.
+        url: String,
+        /// What is wrong, for a person.
+        reason: String,
+    },
+    /// An HNSW index was asked of a store whose vectors live on shard servers.
+    #[error(
+        "the store at {url} keeps its vectors on shard servers, where an HNSW index is built \
+         and kept by each shard's own administrator; publish without --hnsw"
+    )]
+    ShardedIndex {
+        /// The coordinator, password left out.
+        url: String,
+    },
     /// The store's chunks were embedded with another model.
     #[error(
         "the store at {url} holds chunks embedded with `{store_model}`, not `{model}`; index \
@@ -155,6 +172,8 @@ impl From<StoreError> for scar_retrieve::RetrieveError {
             | StoreError::OtherSchema { url, .. }
             | StoreError::OlderSchema { url, .. }
             | StoreError::ChunkerMismatch { url, .. }
+            | StoreError::Shards { url, .. }
+            | StoreError::ShardedIndex { url }
             | StoreError::ModelMismatch { url, .. }
             | StoreError::Query { url, .. }
             | StoreError::Metadata { url, .. } => url.clone(),

@@ -8,7 +8,8 @@
 //! writer leaves no part of a document behind.
 //!
 //! A store holds one model's chunks, cut one way: both are recorded beside the schema's
-//! version, and a writer with another model or chunker is refused.
+//! version, and a writer with another model or chunker is refused. [`create_sharded`] makes a
+//! store whose chunks live on shard servers behind the one every command names.
 //!
 //! Dense ranking is pgvector's cosine distance, exact unless the store has an HNSW index
 //! (built, tuned and dropped by [`publish`] as the folder's graph is by `scar index`);
@@ -19,11 +20,13 @@
 mod error;
 mod publish;
 mod schema;
+mod shard;
 mod store;
 mod url;
 
 pub use error::{Result, StoreError};
 pub use publish::{PublishReport, publish};
 pub use schema::SCHEMA_VERSION;
+pub use shard::create_sharded;
 pub use store::{PgStore, StoreSummary};
 pub use url::redacted;

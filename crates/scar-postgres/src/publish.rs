@@ -115,10 +115,7 @@ pub fn publish(
         }
         let mut transaction = client.transaction().map_err(failed)?;
         lock(&mut transaction, url, path)?;
-        report.removed += transaction
-            .execute("DELETE FROM scar_files WHERE path = $1", &[path])
-            .map_err(failed)?
-            .min(1) as usize;
+        report.removed += delete_file(&mut transaction, url, path)?;
         transaction.commit().map_err(failed)?;
         progress(files.len() + done + 1, total);
     }
@@ -158,6 +155,28 @@ fn lock(transaction: &mut Transaction<'_>, url: &str, path: &str) -> Result<()> 
     Ok(())
 }
 
+/// Deletes the file at `path`, its documents and their chunks; 1 if it was stored, else 0.
+/// The chunks go first and by name: on shard servers, no foreign key reaches them.
+fn delete_file(transaction: &mut Transaction<'_>, url: &str, path: &str) -> Result<usize> {
+    let failed = |e| StoreError::from_client(url, e);
+    let documents: Vec<i32> = transaction
+        .query("SELECT id FROM scar_documents WHERE path = $1", &[&path])
+        .map_err(failed)?
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    transaction
+        .execute(
+            "DELETE FROM scar_chunks WHERE document = ANY($1)",
+            &[&documents],
+        )
+        .map_err(failed)?;
+    let files = transaction
+        .execute("DELETE FROM scar_files WHERE path = $1", &[&path])
+        .map_err(failed)?;
+    Ok(usize::from(files > 0))
+}
+
 /// Replaces the file at `path` with `documents`, in one transaction: the chunks written, or
 /// `None` when another writer stored the same content first.
 fn write_file(
@@ -177,9 +196,7 @@ fn write_file(
     if current.is_some_and(|row| row.get::<_, String>(0) == *hash) {
         return Ok(None);
     }
-    transaction
-        .execute("DELETE FROM scar_files WHERE path = $1", &[&path])
-        .map_err(failed)?;
+    delete_file(&mut transaction, url, path)?;
     transaction
         .execute(
             "INSERT INTO scar_files (path, hash, reached_from) VALUES ($1, $2, $3)",

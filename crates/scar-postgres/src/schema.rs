@@ -23,33 +23,81 @@ pub(crate) struct Meta {
     pub chunker: ChunkerConfig,
     /// The HNSW index on its vectors, when it has one.
     pub hnsw: Option<HnswParams>,
+    /// The shard servers its chunks live on (URLs without passwords); none when they live
+    /// beside its documents.
+    pub shards: Vec<String>,
 }
 
 /// Serialises schema changes between writers starting at once (an arbitrary constant).
 const SCHEMA_LOCK: i64 = 0x5CA2_0001;
 
-/// The tables of version 1, for chunks of `dimension` values. A file is the unit a writer
-/// replaces; a file's documents are its own text and what it carries (a mail's attachments).
-/// A file a link led to from outside the folder indexed keeps the path it was found at.
-/// The lexical column is the text BM25 reads in a folder index: the heading path, then the
-/// chunk's own text.
+/// The tables of a store on one server, for chunks of `dimension` values.
 fn tables(dimension: usize) -> String {
     format!(
-        "CREATE TABLE scar_files (
-             path text PRIMARY KEY,
-             hash text NOT NULL,
-             reached_from text,
-             published_at timestamptz NOT NULL DEFAULT now()
-         );
-         CREATE TABLE scar_documents (
-             id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-             path text NOT NULL REFERENCES scar_files (path) ON DELETE CASCADE,
-             attachment text
-         );
-         CREATE INDEX scar_documents_path ON scar_documents (path);
-         CREATE TABLE scar_chunks (
-             id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-             document integer NOT NULL REFERENCES scar_documents (id) ON DELETE CASCADE,
+        "{} {}",
+        FILES_AND_DOCUMENTS,
+        chunks_table(dimension, ChunksLayout::Whole)
+    )
+}
+
+/// The tables of files and documents. A file is the unit a writer replaces; a file's documents
+/// are its own text and what it carries (a mail's attachments). A file a link led to from
+/// outside the folder indexed keeps the path it was found at.
+pub(crate) const FILES_AND_DOCUMENTS: &str = "
+    CREATE TABLE scar_files (
+        path text PRIMARY KEY,
+        hash text NOT NULL,
+        reached_from text,
+        published_at timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE TABLE scar_documents (
+        id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        path text NOT NULL REFERENCES scar_files (path) ON DELETE CASCADE,
+        attachment text
+    );
+    CREATE INDEX scar_documents_path ON scar_documents (path);";
+
+/// Where a `scar_chunks` table stands in a store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ChunksLayout {
+    /// All of a store's chunks, beside its documents.
+    Whole,
+    /// A coordinator's parent table, hash-partitioned by document over shard servers: the
+    /// shards keep the keys and indexes, the coordinator hands out the ids.
+    Partitioned,
+    /// One shard's part, which receives its ids from the coordinator.
+    Shard,
+}
+
+/// The chunks table, for chunks of `dimension` values, laid out as `layout` says. Chunks are
+/// keyed by (document, ordinal); the lexical column is the text BM25 reads in a folder index:
+/// the heading path, then the chunk's own text.
+pub(crate) fn chunks_table(dimension: usize, layout: ChunksLayout) -> String {
+    let (id, document, keys, partition) = match layout {
+        ChunksLayout::Whole => (
+            "GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+            "REFERENCES scar_documents (id) ON DELETE CASCADE",
+            ", UNIQUE (document, ordinal)",
+            "",
+        ),
+        // Foreign partitions take no keys or indexes: the shards hold them.
+        ChunksLayout::Partitioned => (
+            "GENERATED ALWAYS AS IDENTITY",
+            "",
+            "",
+            " PARTITION BY HASH (document)",
+        ),
+        ChunksLayout::Shard => ("PRIMARY KEY", "", ", UNIQUE (document, ordinal)", ""),
+    };
+    let lexical_index = if layout == ChunksLayout::Partitioned {
+        ""
+    } else {
+        "CREATE INDEX scar_chunks_lexical ON scar_chunks USING gin (lexical);"
+    };
+    format!(
+        "CREATE TABLE scar_chunks (
+             id integer NOT NULL {id},
+             document integer NOT NULL {document},
              ordinal integer NOT NULL,
              char_start integer NOT NULL,
              char_end integer NOT NULL,
@@ -62,10 +110,9 @@ fn tables(dimension: usize) -> String {
              seam_after text,
              embedding vector({dimension}) NOT NULL,
              lexical tsvector GENERATED ALWAYS AS
-                 (to_tsvector('english', heading_path || ' ' || text)) STORED,
-             UNIQUE (document, ordinal)
-         );
-         CREATE INDEX scar_chunks_lexical ON scar_chunks USING gin (lexical);"
+                 (to_tsvector('english', heading_path || ' ' || text)) STORED{keys}
+         ){partition};
+         {lexical_index}"
     )
 }
 
@@ -106,6 +153,7 @@ pub(crate) fn read(transaction: &mut Transaction<'_>, url: &str) -> Result<Optio
                 model,
                 chunker,
                 hnsw: value(transaction, url, "hnsw")?,
+                shards: value(transaction, url, "shards")?.unwrap_or_default(),
             }))
         }
         Some(found) if found < SCHEMA_VERSION => Err(StoreError::OlderSchema {
@@ -122,7 +170,7 @@ pub(crate) fn read(transaction: &mut Transaction<'_>, url: &str) -> Result<Optio
 }
 
 /// The schema version the store records; `None` when the database holds no store.
-fn version(transaction: &mut Transaction<'_>, url: &str) -> Result<Option<u32>> {
+pub(crate) fn version(transaction: &mut Transaction<'_>, url: &str) -> Result<Option<u32>> {
     let exists: bool = transaction
         .query_one("SELECT to_regclass('scar_meta') IS NOT NULL", &[])
         .map_err(|e| StoreError::from_client(url, e))?
@@ -167,7 +215,7 @@ fn value<T: serde::de::DeserializeOwned>(
 }
 
 /// Records `value` under `key`, as JSON.
-fn record<T: serde::Serialize>(
+pub(crate) fn record<T: serde::Serialize>(
     transaction: &mut Transaction<'_>,
     url: &str,
     key: &str,
@@ -251,6 +299,12 @@ pub(crate) fn apply_hnsw(
     let failed = |e| StoreError::from_client(url, e);
     lock(transaction, url)?;
     let current: Option<HnswParams> = value(transaction, url, "hnsw")?;
+    let sharded = value::<Vec<String>>(transaction, url, "shards")?.is_some_and(|s| !s.is_empty());
+    if sharded && matches!(setting, HnswSetting::Build(_)) {
+        return Err(StoreError::ShardedIndex {
+            url: crate::redacted(url),
+        });
+    }
     match setting {
         HnswSetting::Keep => Ok(current),
         HnswSetting::Remove => {
@@ -281,7 +335,7 @@ pub(crate) fn apply_hnsw(
 }
 
 /// Takes the lock under which the schema changes.
-fn lock(transaction: &mut Transaction<'_>, url: &str) -> Result<()> {
+pub(crate) fn lock(transaction: &mut Transaction<'_>, url: &str) -> Result<()> {
     transaction
         .execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
         .map_err(|e| StoreError::from_client(url, e))?;

@@ -29,6 +29,9 @@ pub struct StoreSummary {
     pub chunker: ChunkerConfig,
     /// The HNSW index on its vectors (approximate dense search), when it has one.
     pub hnsw: Option<HnswParams>,
+    /// The shard servers its chunks live on (passwords left out); empty when they live beside
+    /// its documents.
+    pub shards: Vec<String>,
     /// Files published.
     pub files: usize,
     /// Their documents (a mail's attachments are documents of their own).
@@ -119,6 +122,7 @@ impl PgStore {
             model: self.meta.model.clone(),
             chunker: self.meta.chunker,
             hnsw: self.meta.hnsw,
+            shards: self.meta.shards.clone(),
             files: count(0),
             documents: count(1),
             chunks: count(2),
@@ -364,11 +368,19 @@ impl ChunkStore for PgStore {
     }
 
     fn policy_source(&self, seeds: &[ChunkId]) -> scar_retrieve::Result<Box<dyn ChunkSource + '_>> {
+        // The documents first, so that a store on shards asks each shard for its own only.
+        let documents: Vec<i32> = self
+            .query(
+                "SELECT DISTINCT document FROM scar_chunks WHERE id = ANY($1)",
+                &[&ids(seeds)],
+            )?
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
         let rows = self.query(
             "SELECT id, document, ordinal, embedding, continuity_next, seam_after, tokens, \
-             section FROM scar_chunks WHERE document IN \
-             (SELECT document FROM scar_chunks WHERE id = ANY($1))",
-            &[&ids(seeds)],
+             section FROM scar_chunks WHERE document = ANY($1)",
+            &[&documents],
         )?;
         let read = DocumentsRead::new(&rows);
         // A writer on another machine may have replaced a seed's file since the search ranked it.

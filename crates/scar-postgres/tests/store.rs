@@ -11,9 +11,11 @@ use scar_core::{ChunkId, SeamKind, Side};
 use scar_embed::Embedder;
 use scar_index::{ChunkerConfig, HnswParams, HnswSetting, Index, IndexOptions};
 use scar_policy::{Options, Outcome, Policy};
-use scar_postgres::{PgStore, StoreError, publish};
+use scar_postgres::{PgStore, StoreError, create_sharded, publish};
 use scar_retrieve::{ChunkStore, FirstStage, Retriever, SearchReport};
-use scar_test_support::{example_index, minilm, postgres_database, postgres_replica_of, workspace};
+use scar_test_support::{
+    example_index, minilm, postgres_database, postgres_replica_of, postgres_shards, workspace,
+};
 
 /// The folder index in `index` of the files in `docs`, brought up to date.
 fn index_folder(index: &Path, docs: &Path, embedder: &Embedder) -> Index {
@@ -550,5 +552,154 @@ fn an_older_store_is_upgraded_by_its_next_writer_and_another_chunker_refused() {
         "{error}"
     );
     assert_eq!(PgStore::open(&url).unwrap().summary().unwrap().files, 4);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Each shard holds whole documents, and together `expected` chunks.
+fn assert_whole_documents_on(shards: &[String], expected: usize) {
+    let mut seen = Vec::new();
+    let mut chunks = 0;
+    for shard in shards {
+        let mut client = postgres::Client::connect(shard, postgres::NoTls).unwrap();
+        let rows = client
+            .query("SELECT document, count(*) FROM scar_chunks GROUP BY 1", &[])
+            .unwrap();
+        assert!(!rows.is_empty(), "{shard} holds nothing");
+        for row in rows {
+            let document: i32 = row.get(0);
+            assert!(!seen.contains(&document), "document {document} is split");
+            seen.push(document);
+            chunks += row.get::<_, i64>(1) as usize;
+        }
+    }
+    assert_eq!(chunks, expected);
+}
+
+/// The same searches and decisions on one server and on a coordinator of shards, every first
+/// stage, policies of every kind.
+fn assert_same_decisions(embedder: &Arc<Embedder>, single: &str, coordinator: &str) {
+    let one = Retriever::with_store(Arc::clone(embedder), PgStore::open(single).unwrap()).unwrap();
+    let two =
+        Retriever::with_store(Arc::clone(embedder), PgStore::open(coordinator).unwrap()).unwrap();
+    let mut compared = 0;
+    for question in [
+        "What does it cost to take my kayak on the ferry?",
+        "How is a connection opened?",
+    ] {
+        for stage in [FirstStage::Dense, FirstStage::Bm25, FirstStage::Hybrid] {
+            let ours = two.prepare(question, stage, 3).unwrap();
+            let theirs = one.prepare(question, stage, 3).unwrap();
+            for policy in [
+                Policy::scar(1),
+                Policy::evidence(2),
+                Policy::StaticWindow { window: 1 },
+                Policy::Section { block: 3 },
+            ] {
+                let options = Options::new(policy).unwrap();
+                let ours = two.expand(&ours, &options).unwrap();
+                let theirs = one.expand(&theirs, &options).unwrap();
+                assert_eq!(
+                    decisions(two.store(), &ours),
+                    decisions(one.store(), &theirs),
+                    "{question} ({stage}, {policy})"
+                );
+                compared += ours.ledger.seeds.len();
+            }
+        }
+    }
+    // Most searches find three seeds; a lexical one can find fewer on these four files.
+    assert!(compared >= 2 * 3 * 4 * 2, "{compared} seeds compared");
+}
+
+#[test]
+fn a_store_sharded_over_two_servers_decides_as_one_server_does() {
+    let (Some(single), Some(coordinator), Some(shards)) = (
+        postgres_database("unsharded"),
+        postgres_database("coordinator"),
+        postgres_shards("shard"),
+    ) else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("scar-pg-shards-{}", std::process::id()));
+    let docs = dir.join("docs");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&docs).unwrap();
+    for entry in std::fs::read_dir(workspace().join("assets/example")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, docs.join(path.file_name().unwrap())).unwrap();
+    }
+    let docs = docs.canonicalize().unwrap();
+    let embedder = Arc::new(minilm());
+    let index = index_folder(&dir.join("index"), &docs, &embedder);
+    let (model, chunker) = (&index.manifest().model, &index.manifest().chunker);
+
+    let error = create_sharded(&coordinator, &shards[..1], model, chunker).unwrap_err();
+    assert!(
+        error.to_string().contains("two shard servers or more"),
+        "{error}"
+    );
+    create_sharded(&coordinator, &shards, model, chunker).unwrap();
+    // Again with the same shards: nothing to do; with others, refused.
+    create_sharded(&coordinator, &shards, model, chunker).unwrap();
+    let reversed: Vec<String> = shards.iter().rev().cloned().collect();
+    let error = create_sharded(&coordinator, &reversed, model, chunker).unwrap_err();
+    assert!(
+        error.to_string().contains("already holds a store"),
+        "{error}"
+    );
+
+    let roots = std::slice::from_ref(&docs);
+    let publish_to = |url: &str, index: &Index| {
+        let cancel = AtomicBool::new(false);
+        publish(
+            index,
+            url,
+            roots,
+            HnswSetting::Keep,
+            &mut |_, _| {},
+            &cancel,
+        )
+        .unwrap()
+    };
+    publish_to(&single, &index);
+    let report = publish_to(&coordinator, &index);
+    assert_eq!(
+        (report.published, report.chunks),
+        (4, index.len()),
+        "{report:?}"
+    );
+    assert_whole_documents_on(&shards, index.len());
+    assert_same_decisions(&embedder, &single, &coordinator);
+
+    // A file gone from the folder leaves its shard too.
+    let gone = std::fs::read_dir(&docs)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::remove_file(gone).unwrap();
+    let three = index_folder(&dir.join("index"), &docs, &embedder);
+    publish_to(&single, &three);
+    let report = publish_to(&coordinator, &three);
+    assert_eq!((report.removed, report.unchanged), (1, 3), "{report:?}");
+    assert_whole_documents_on(&shards, three.len());
+    assert_same_decisions(&embedder, &single, &coordinator);
+
+    let store = PgStore::open(&coordinator).unwrap();
+    let summary = store.summary().unwrap();
+    assert_eq!(summary.shards.len(), 2);
+    assert_eq!((summary.files, summary.chunks), (3, three.len()));
+    // An HNSW index is each shard's own.
+    let error = publish(
+        &three,
+        &coordinator,
+        roots,
+        HnswSetting::Build(HnswParams::default()),
+        &mut |_, _| {},
+        &AtomicBool::new(false),
+    )
+    .unwrap_err();
+    assert!(matches!(error, StoreError::ShardedIndex { .. }), "{error}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

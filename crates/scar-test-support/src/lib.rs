@@ -185,8 +185,14 @@ pub fn postgres_database(name: &str) -> Option<String> {
         eprintln!("skipped: SCAR_TEST_POSTGRES names no PostgreSQL server");
         return None;
     };
+    Some(fresh_database(&url, name))
+}
+
+/// A new, empty database named after `name` and this process on the server `url` names, as a
+/// URL.
+fn fresh_database(url: &str, name: &str) -> String {
     let database = format!("scar_test_{name}_{}", std::process::id());
-    let mut client = postgres::Client::connect(&url, postgres::NoTls)
+    let mut client = postgres::Client::connect(url, postgres::NoTls)
         .unwrap_or_else(|e| panic!("the test server at {url}: {e}"));
     // One statement a call: neither may run inside the transaction a batch makes.
     for statement in [
@@ -198,5 +204,31 @@ pub fn postgres_database(name: &str) -> Option<String> {
             .unwrap_or_else(|e| panic!("{statement}: {e}"));
     }
     let (server, _) = url.rsplit_once('/').expect("a URL names its database");
-    Some(format!("{server}/{database}"))
+    format!("{server}/{database}")
+}
+
+/// A new, empty database named after `name` on each of the shard servers
+/// (`SCAR_TEST_POSTGRES_SHARDS`, space-separated URLs, which `scripts/test` sets); or `None`,
+/// said, when no shards are named and none are required.
+///
+/// # Panics
+///
+/// When `SCAR_REQUIRE_TOOLS` is set and no shards are named, or a shard refuses.
+#[must_use]
+pub fn postgres_shards(name: &str) -> Option<Vec<String>> {
+    let Ok(shards) = std::env::var("SCAR_TEST_POSTGRES_SHARDS") else {
+        assert!(
+            std::env::var_os("SCAR_REQUIRE_TOOLS").is_none(),
+            "SCAR_REQUIRE_TOOLS is set (scripts/test sets it) but SCAR_TEST_POSTGRES_SHARDS \
+             names no shard servers"
+        );
+        eprintln!("skipped: SCAR_TEST_POSTGRES_SHARDS names no PostgreSQL shard servers");
+        return None;
+    };
+    Some(
+        shards
+            .split_whitespace()
+            .map(|url| fresh_database(url, name))
+            .collect(),
+    )
 }
