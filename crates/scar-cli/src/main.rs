@@ -157,20 +157,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         _ => (SearchFlags::default(), AnswerFlags::default()),
     };
     let settings = Settings::resolve(&cli.settings, &search_flags, &answer_flags)?;
-    let folder_only = match &cli.command {
-        Command::Serve(_) => Some("serve"),
-        Command::Mcp(_) => Some("mcp"),
-        _ => None,
-    };
-    if let (Some(command), Some(_)) = (folder_only, &settings.store.value) {
-        // Answering from the folder while a store is named would answer from other documents.
-        anyhow::bail!(
-            "`scar {command}` reads the index folder, not a PostgreSQL store; drop the store \
-             (it comes from the {}) to run it on {}",
-            settings.store.source,
-            settings.index.value.display()
-        );
-    }
     match cli.command {
         Command::Index(args) => index_command::run(&settings, &args),
         Command::Search {

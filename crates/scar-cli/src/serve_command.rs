@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Result;
-use scar_serve::{Library, LibraryOptions, http};
+use scar_serve::{Library, LibraryOptions, Source, http};
 
 use crate::settings::{RerankFlags, Settings};
 
@@ -15,7 +15,8 @@ use crate::settings::{RerankFlags, Settings};
 #[allow(clippy::doc_markdown)]
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
-    /// Index folders to serve, each named after its folder [default: the --index folder]
+    /// Index folders to serve, each named after its folder, beside the store when one is set
+    /// (named after its database) [default: the --index folder, when no store is set]
     indexes: Vec<PathBuf>,
     /// Address to listen on; one other machines can reach needs --token
     #[arg(long, default_value = "127.0.0.1:8765")]
@@ -37,7 +38,8 @@ pub struct ServeArgs {
 #[allow(clippy::doc_markdown)]
 #[derive(Debug, clap::Args)]
 pub struct McpArgs {
-    /// Index folders to serve, each named after its folder [default: the --index folder]
+    /// Index folders to serve, each named after its folder, beside the store when one is set
+    /// (named after its database) [default: the --index folder, when no store is set]
     indexes: Vec<PathBuf>,
     /// Local chat model for the `ask` tool, loaded on the first question [env: SCAR_LLM] [default: SmolLM2-135M-Instruct]
     #[arg(long)]
@@ -46,12 +48,15 @@ pub struct McpArgs {
     pub rerank: RerankFlags,
 }
 
+/// The library of the store (when one is set) and the index folders named, or else of the
+/// `--index` folder.
 fn open_library(settings: &Settings, indexes: &[PathBuf]) -> Result<Library> {
-    let dirs = if indexes.is_empty() {
-        vec![settings.index.value.clone()]
-    } else {
-        indexes.to_vec()
-    };
+    let mut sources: Vec<Source> = indexes.iter().cloned().map(Source::Folder).collect();
+    if let Some(url) = &settings.store.value {
+        sources.insert(0, Source::Postgres(url.clone()));
+    } else if sources.is_empty() {
+        sources.push(Source::Folder(settings.index.value.clone()));
+    }
     let options = LibraryOptions {
         models_dir: settings.models_dir.value.clone(),
         device: settings.device.value,
@@ -60,13 +65,13 @@ fn open_library(settings: &Settings, indexes: &[PathBuf]) -> Result<Library> {
         rerank: settings.rerank.value,
         reranker: settings.reranker.value.clone(),
     };
-    Ok(Library::open(&dirs, options)?)
+    Ok(Library::open(&sources, options)?)
 }
 
 pub fn serve(settings: &Settings, args: &ServeArgs) -> Result<ExitCode> {
     http::check_reach(args.bind, args.token.as_deref())?;
     let library = Arc::new(open_library(settings, &args.indexes)?);
-    for summary in library.summaries() {
+    for summary in library.summaries()? {
         eprintln!(
             "serving {} ({}: {} documents, {} chunks)",
             summary.name, summary.dir, summary.documents, summary.chunks

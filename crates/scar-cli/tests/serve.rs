@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use crate::common::{example_index, fails_with, scar, workspace};
 
 /// Kills the server when the test ends, passing or not.
-struct Running(Child);
+pub struct Running(Child);
 
 impl Drop for Running {
     fn drop(&mut self) {
@@ -17,24 +17,30 @@ impl Drop for Running {
     }
 }
 
-#[test]
-fn the_http_server_answers_on_the_address_it_prints() {
-    let mut child = scar(example_index())
+/// Starts `scar serve` as `command` says, on a port of its own: the server and the address it
+/// says it listens on.
+pub fn start(command: &mut Command) -> (Running, String) {
+    let mut child = command
         .args(["serve", "--bind", "127.0.0.1:0"])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let stderr = BufReader::new(child.stderr.take().unwrap());
     let running = Running(child);
-    let mut lines = stderr.lines();
-    let address = lines
-        .by_ref()
+    let address = stderr
+        .lines()
         .map_while(Result::ok)
         .find_map(|line| {
             line.strip_prefix("listening on http://")
                 .map(|rest| rest.split('/').next().unwrap_or_default().to_owned())
         })
         .expect("the server says where it listens");
+    (running, address)
+}
+
+#[test]
+fn the_http_server_answers_on_the_address_it_prints() {
+    let (running, address) = start(&mut scar(example_index()));
     let health: serde_json::Value = get_json(&format!("http://{address}/v1/health"));
     assert_eq!(health["status"], "ok");
     let indexes = get_json(&format!("http://{address}/v1/indexes"));
@@ -42,7 +48,7 @@ fn the_http_server_answers_on_the_address_it_prints() {
     drop(running);
 }
 
-fn get_json(url: &str) -> serde_json::Value {
+pub fn get_json(url: &str) -> serde_json::Value {
     ureq::get(url).call().unwrap().into_json().unwrap()
 }
 

@@ -147,16 +147,46 @@ fn the_store_s_password_is_never_shown() {
 }
 
 #[test]
-fn commands_that_read_only_the_folder_refuse_a_store() {
-    let nowhere = std::path::Path::new("/nonexistent");
-    for command in [&["serve"][..], &["mcp"]] {
-        fails_with(
-            scar(nowhere)
-                .args(["--store", "postgres://ann:s3cret@127.0.0.1:1/scar"])
-                .args(command),
-            "reads the index folder, not a PostgreSQL store",
-        );
-    }
+fn the_http_server_serves_a_store() {
+    let Some(url) = postgres_database("cli_serve") else {
+        return;
+    };
+    let index = scar_index::Index::open(crate::common::example_index()).unwrap();
+    scar_postgres::publish(
+        &index,
+        &url,
+        &[],
+        scar_index::HnswSetting::Keep,
+        &mut |_, _| {},
+        &std::sync::atomic::AtomicBool::new(false),
+    )
+    .unwrap();
+    let (running, address) =
+        crate::serve::start(scar(std::path::Path::new("/nonexistent")).args(["--store", &url]));
+    let indexes = crate::serve::get_json(&format!("http://{address}/v1/indexes"));
+    assert_eq!(
+        indexes["indexes"][0]["name"],
+        url.rsplit('/').next().unwrap(),
+        "{indexes}"
+    );
+    assert_eq!(indexes["indexes"][0]["chunks"], index.len(), "{indexes}");
+    let report: serde_json::Value = ureq::post(&format!("http://{address}/v1/search"))
+        .send_json(serde_json::json!({
+            "question": "What does it cost to take my kayak on the ferry?",
+            "first_stage": "dense",
+        }))
+        .unwrap()
+        .into_json()
+        .unwrap();
+    let seed = &report["ledger"]["seeds"][0]["id"];
+    let place = report["places"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|place| &place["id"] == seed)
+        .unwrap();
+    assert_eq!(place["ordinal"], 3, "{report}");
+    drop(running);
 }
 
 #[test]

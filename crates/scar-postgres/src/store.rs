@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pgvector::Vector;
 use postgres::{Client, NoTls, Row};
@@ -46,12 +46,17 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most candidates pgvector's HNSW search keeps (its `hnsw.ef_search` limit).
 const MAX_EF_SEARCH: usize = 1000;
 
+/// How long a count of the store's chunks is trusted: writers on other machines add and
+/// remove chunks while it is searched.
+const COUNT_LIFETIME: Duration = Duration::from_secs(1);
+
 /// A SCAR store in a PostgreSQL database, read by the retriever as a folder index is.
 pub struct PgStore {
     url: String,
     client: Mutex<Client>,
     meta: Meta,
-    chunks: usize,
+    /// The chunks stored, when they were counted.
+    chunks: Mutex<(Instant, usize)>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -59,7 +64,7 @@ impl std::fmt::Debug for PgStore {
         f.debug_struct("PgStore")
             .field("url", &redacted(&self.url))
             .field("model", &self.meta.model.id)
-            .field("chunks", &self.chunks)
+            .field("chunks", &ChunkStore::len(self))
             .finish_non_exhaustive()
     }
 }
@@ -97,7 +102,7 @@ impl PgStore {
             url: url.to_owned(),
             client: Mutex::new(client),
             meta,
-            chunks: usize::try_from(chunks).unwrap_or(0),
+            chunks: Mutex::new((Instant::now(), usize::try_from(chunks).unwrap_or(0))),
         })
     }
 
@@ -273,8 +278,22 @@ impl ChunkStore for PgStore {
         self.meta.chunker
     }
 
+    /// Counted again once the last count is a second old; a count that fails keeps the last.
     fn len(&self) -> usize {
-        self.chunks
+        let mut counted = self
+            .chunks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if counted.0.elapsed() > COUNT_LIFETIME
+            && let Ok(rows) = self.query("SELECT count(*) FROM scar_chunks", &[])
+            && let Some(row) = rows.first()
+        {
+            *counted = (
+                Instant::now(),
+                usize::try_from(row.get::<_, i64>(0)).unwrap_or(0),
+            );
+        }
+        counted.1
     }
 
     fn documents(&self) -> scar_retrieve::Result<Vec<StoredDocument>> {

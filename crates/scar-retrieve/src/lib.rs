@@ -165,17 +165,6 @@ impl Retriever {
         Self::with_store(embedder, index)
     }
 
-    /// The same model and reranker over the index as its folder holds it now: after a commit,
-    /// what the commit added.
-    pub fn reopen(&self) -> Result<Self> {
-        let reopened =
-            Self::with_shared(Arc::clone(&self.embedder), Index::open(self.store.dir())?)?;
-        Ok(Self {
-            reranker: self.reranker.clone(),
-            ..reopened
-        })
-    }
-
     /// The index.
     #[must_use]
     pub fn index(&self) -> &Index {
@@ -208,6 +197,15 @@ impl<S: ChunkStore> Retriever<S> {
             embedder,
             store,
             reranker: None,
+        })
+    }
+
+    /// This retriever's model and reranker over `store`, which must hold chunks of the same
+    /// model.
+    pub fn over<T: ChunkStore>(&self, store: T) -> Result<Retriever<T>> {
+        Ok(Retriever {
+            reranker: self.reranker.clone(),
+            ..Retriever::with_store(Arc::clone(&self.embedder), store)?
         })
     }
 

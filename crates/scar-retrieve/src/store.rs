@@ -17,7 +17,7 @@ use crate::{Result, RetrieveError};
 ///
 /// Chunks are named by [`ChunkId`]s the store hands out; documents by their slots (the numbers
 /// [`ChunkStore::chunks_of`] takes).
-pub trait ChunkStore: Send + Sync {
+pub trait ChunkStore: Send + Sync + std::fmt::Debug {
     /// Where the chunks are, as a person names it in a message (a folder, a server).
     fn location(&self) -> String;
     /// The embedding model the chunks were embedded with.

@@ -226,8 +226,10 @@ fn a_reranker_s_order_chooses_the_seeds_and_its_scores_go_with_them() {
         .unwrap()
         .seeds;
     assert_eq!(ids(&seeds), [chosen, candidates[0].id, candidates[1].id]);
-    // The index opened again keeps its reranker.
-    let reopened = promoted.reopen().unwrap();
+    // Over the index opened again, the reranker stays.
+    let reopened = promoted
+        .over(Index::open(promoted.index().dir()).unwrap())
+        .unwrap();
     assert_eq!(
         reopened
             .prepare(KAYAK, FirstStage::Hybrid, 3)

@@ -12,6 +12,7 @@ use scar_retrieve::{ChunkStore, FirstStage, Result, Retriever, StoredChunk, Stor
 use scar_test_support::{example_index, minilm};
 
 /// One chunk as the policy and a report see it.
+#[derive(Debug)]
 struct Held {
     chunk: StoredChunk,
     embedding: Vec<f32>,
@@ -24,6 +25,7 @@ struct Held {
 
 /// Chunks, vectors, neighbours and the dense ranking in memory. The lexical ranking is the
 /// folder index's own: BM25 is not what this store is about, and the evidence walk reads it.
+#[derive(Debug)]
 struct MemoryStore {
     model: ModelInfo,
     chunker: ChunkerConfig,

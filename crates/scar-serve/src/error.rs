@@ -1,5 +1,4 @@
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 
 /// Everything that can go wrong serving.
 #[derive(Debug, thiserror::Error)]
@@ -8,10 +7,10 @@ pub enum ServeError {
     #[error("no index to serve; name one or more index folders")]
     NoIndex,
     /// An index or its model could not be opened.
-    #[error("cannot serve {}", dir.display())]
+    #[error("cannot serve {place}")]
     Open {
-        /// The index folder.
-        dir: PathBuf,
+        /// The index folder, or the store's URL without its password.
+        place: String,
         /// Why.
         source: Box<dyn std::error::Error + Send + Sync>,
     },
@@ -55,9 +54,12 @@ pub enum ServeError {
 }
 
 impl ServeError {
-    pub(crate) fn open(dir: &Path, error: impl std::error::Error + Send + Sync + 'static) -> Self {
+    pub(crate) fn open(
+        source: &crate::Source,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
         Self::Open {
-            dir: dir.to_owned(),
+            place: source.to_string(),
             source: Box::new(error),
         }
     }

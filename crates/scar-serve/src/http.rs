@@ -387,7 +387,7 @@ async fn health(State(state): State<AppState>) -> Json<serde_json::Value> {
 }
 
 async fn indexes(State(state): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
-    let summaries = state.run(|library| Ok(library.summaries())).await?;
+    let summaries = state.run(Library::summaries).await?;
     Ok(Json(json!({ "indexes": summaries })))
 }
 

@@ -2,13 +2,14 @@
 //! stdio ([`mcp`]), both over one [`Library`] of indexes whose models load once.
 //!
 //! A search returns the same `scar.search/2` report as `scar search --json`, ledger included; a
-//! question the same `scar.answer/3` report as `scar ask --json`. Indexes are served as of
-//! their last commit, and a commit made while serving is picked up by the next request.
+//! question the same `scar.answer/3` report as `scar ask --json`. Index folders are served as
+//! of their last commit, and a commit made while serving is picked up by the next request; a
+//! PostgreSQL store ([`Source::Postgres`]) is read as it is.
 //!
 //! ```no_run
 //! use std::sync::Arc;
 //! use scar_embed::{DeviceChoice, Precision};
-//! use scar_serve::{Library, LibraryOptions, http};
+//! use scar_serve::{Library, LibraryOptions, Source, http};
 //!
 //! let options = LibraryOptions {
 //!     models_dir: "models".into(),
@@ -18,7 +19,7 @@
 //!     rerank: scar_answer::Reranking::None,
 //!     reranker: scar_answer::DEFAULT_CROSS_ENCODER.to_owned(),
 //! };
-//! let library = Arc::new(Library::open(&["my-index".into()], options)?);
+//! let library = Arc::new(Library::open(&[Source::Folder("my-index".into())], options)?);
 //! let router = http::router(library, &http::HttpOptions::default());
 //! tokio::runtime::Runtime::new()?.block_on(async {
 //!     let listener = tokio::net::TcpListener::bind("127.0.0.1:8765").await?;
@@ -40,7 +41,7 @@ use scar_answer::{AnswerReport, GenerationParams, Question};
 use scar_retrieve::SearchReport;
 
 pub use error::{Result, ServeError};
-pub use library::{IndexSummary, Library, LibraryOptions};
+pub use library::{IndexSummary, Library, LibraryOptions, ServedRetriever, Source};
 pub use request::{
     AskRequest, MAX_ANSWER_TOKENS, MAX_K, MAX_QUESTION_CHARS, Search, SearchRequest,
 };
@@ -51,7 +52,7 @@ pub struct Searched {
     /// The policy's report and static ±1's from the same seeds.
     pub question: Question,
     /// The index and model the search ran on, which find each answer sentence's source.
-    pub retriever: std::sync::Arc<scar_retrieve::Retriever>,
+    pub retriever: std::sync::Arc<ServedRetriever>,
 }
 
 impl Library {

@@ -1,18 +1,19 @@
 //! The indexes served, each with its model loaded once, and the chat model that answers.
 //!
-//! An index is searched as of its last commit: when `scar index` commits while the server runs,
-//! the next request opens the index again (keeping the loaded model) and sees what the commit
-//! added; until then, and if opening it again fails, requests are answered from the state they
-//! were answered from before.
+//! An index folder is searched as of its last commit: when `scar index` commits while the
+//! server runs, the next request opens the index again (keeping the loaded model) and sees what
+//! the commit added; until then, and if opening it again fails, requests are answered from the
+//! state they were answered from before. A PostgreSQL store is read as it is at each request.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::str::FromStr;
 use std::sync::{Arc, Mutex, RwLock};
 
 use scar_answer::{Generator, LlmLocator, LoadOptions, LocalModel, RerankerModels, Reranking};
 use scar_embed::{DeviceChoice, EmbedOptions, Embedder, ModelLocator, Precision};
 use scar_index::Index;
-use scar_retrieve::{Rerank, Retriever};
+use scar_retrieve::{ChunkStore, Rerank, Retriever};
 use serde::Serialize;
 
 use crate::{Result, ServeError};
@@ -36,12 +37,57 @@ pub struct LibraryOptions {
     pub reranker: String,
 }
 
+/// Where a served index's chunks are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// An index folder.
+    Folder(PathBuf),
+    /// A PostgreSQL store, by its URL.
+    Postgres(String),
+}
+
+impl Source {
+    fn open(&self) -> Result<Box<dyn ChunkStore>> {
+        Ok(match self {
+            Self::Folder(dir) => Box::new(Index::open(dir).map_err(|e| ServeError::open(self, e))?),
+            Self::Postgres(url) => {
+                Box::new(scar_postgres::PgStore::open(url).map_err(|e| ServeError::open(self, e))?)
+            }
+        })
+    }
+
+    /// What requests call it, before it is made unique: the folder's name, or the store's
+    /// database.
+    fn name(&self) -> String {
+        match self {
+            Self::Folder(dir) => dir.file_name().map(|n| n.to_string_lossy().into_owned()),
+            Self::Postgres(url) => postgres::Config::from_str(url)
+                .ok()
+                .and_then(|config| config.get_dbname().map(str::to_owned)),
+        }
+        .unwrap_or_else(|| "index".to_owned())
+    }
+}
+
+/// Where a source is, for a person: a folder, or a store's URL without its password.
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Folder(dir) => write!(f, "{}", dir.display()),
+            Self::Postgres(url) => write!(f, "{}", scar_postgres::redacted(url)),
+        }
+    }
+}
+
+/// A served index's retriever, over whichever store it is.
+pub type ServedRetriever = Retriever<Box<dyn ChunkStore>>;
+
 /// One served index.
 struct Served {
     name: String,
-    dir: PathBuf,
+    source: Source,
     /// The retriever of the last commit seen.
-    current: RwLock<Arc<Retriever>>,
+    current: RwLock<Arc<ServedRetriever>>,
     /// Held while the index is opened again, so that one request does it, not all of them.
     reopening: Mutex<()>,
 }
@@ -69,7 +115,7 @@ impl std::fmt::Debug for Library {
 pub struct IndexSummary {
     /// The name requests use.
     pub name: String,
-    /// Its folder.
+    /// Its folder, or its store's URL (no password).
     pub dir: String,
     /// The embedding model it was built with.
     pub model: String,
@@ -82,10 +128,10 @@ pub struct IndexSummary {
 }
 
 impl Library {
-    /// Opens the indexes in `dirs`, each named after its folder (with `-2`, `-3`… when two
-    /// folders share a name), loading each embedding model once.
-    pub fn open(dirs: &[PathBuf], options: LibraryOptions) -> Result<Self> {
-        if dirs.is_empty() {
+    /// Opens the indexes in `sources`, each named after its folder or database (with `-2`,
+    /// `-3`… when two share a name), loading each embedding model once.
+    pub fn open(sources: &[Source], options: LibraryOptions) -> Result<Self> {
+        if sources.is_empty() {
             return Err(ServeError::NoIndex);
         }
         let locator = ModelLocator::from_env(&options.models_dir);
@@ -94,21 +140,22 @@ impl Library {
         // which embeds with it.
         let mut rerankers: HashMap<String, Option<Arc<dyn Rerank>>> = HashMap::new();
         let mut indexes: Vec<Served> = Vec::new();
-        for dir in dirs {
-            let index = Index::open(dir).map_err(|e| ServeError::open(dir, e))?;
-            let model = &index.manifest().model;
+        for source in sources {
+            let store = source.open()?;
+            let model = store.model();
             let embedder = if let Some(embedder) = models.get(&model.id) {
                 Arc::clone(embedder)
             } else {
                 let files = locator
                     .locate(&model.id)
-                    .map_err(|e| ServeError::open(dir, e))?;
+                    .map_err(|e| ServeError::open(source, e))?;
                 let embed_options = EmbedOptions {
                     query_prefix: Some(model.query_prefix.clone()),
                     ..EmbedOptions::new(options.device, options.precision)
                 };
                 let embedder = Arc::new(
-                    Embedder::load(&files, &embed_options).map_err(|e| ServeError::open(dir, e))?,
+                    Embedder::load(&files, &embed_options)
+                        .map_err(|e| ServeError::open(source, e))?,
                 );
                 models.insert(model.id.clone(), Arc::clone(&embedder));
                 embedder
@@ -131,19 +178,19 @@ impl Library {
                 let reranker = options
                     .rerank
                     .open(Arc::clone(&embedder), &sources)
-                    .map_err(|e| ServeError::open(dir, e))?;
+                    .map_err(|e| ServeError::open(source, e))?;
                 rerankers.insert(judge_key, reranker.clone());
                 reranker
             };
             let mut retriever =
-                Retriever::with_shared(embedder, index).map_err(|e| ServeError::open(dir, e))?;
+                Retriever::with_store(embedder, store).map_err(|e| ServeError::open(source, e))?;
             if let Some(reranker) = reranker {
                 retriever = retriever.with_reranker(reranker);
             }
-            let name = unique_name(dir, &indexes);
+            let name = unique_name(&source.name(), &indexes);
             indexes.push(Served {
                 name,
-                dir: dir.clone(),
+                source: source.clone(),
                 current: RwLock::new(Arc::new(retriever)),
                 reopening: Mutex::new(()),
             });
@@ -163,7 +210,7 @@ impl Library {
 
     /// The retriever of the index called `name` (the first index when `None`), as of its last
     /// commit.
-    pub fn retriever(&self, name: Option<&str>) -> Result<Arc<Retriever>> {
+    pub fn retriever(&self, name: Option<&str>) -> Result<Arc<ServedRetriever>> {
         let served = match name {
             None => &self.indexes[0],
             Some(name) => self
@@ -177,33 +224,33 @@ impl Library {
         };
         let retriever = served.current();
         // A data file cut on disk would take the process down at the first read of its pages.
-        retriever
-            .index()
-            .check_files()
-            .map_err(scar_retrieve::RetrieveError::from)?;
+        if let Some(index) = retriever.store().folder_index() {
+            index
+                .check_files()
+                .map_err(scar_retrieve::RetrieveError::from)?;
+        }
         Ok(retriever)
     }
 
     /// What each index holds, as of its last commit.
-    #[must_use]
-    pub fn summaries(&self) -> Vec<IndexSummary> {
+    pub fn summaries(&self) -> Result<Vec<IndexSummary>> {
         self.indexes
             .iter()
             .map(|served| {
                 let retriever = served.current();
-                let index = retriever.index();
-                IndexSummary {
+                let store = retriever.store();
+                let documents = store.documents()?;
+                Ok(IndexSummary {
                     name: served.name.clone(),
-                    dir: served.dir.display().to_string(),
-                    model: index.manifest().model.id.clone(),
-                    documents: index.documents().len(),
-                    chunks: index.len(),
-                    paths: index
-                        .documents()
+                    dir: served.source.to_string(),
+                    model: store.model().id.clone(),
+                    documents: documents.len(),
+                    chunks: store.len(),
+                    paths: documents
                         .iter()
                         .map(|d| d.path.display().to_string())
                         .collect(),
-                }
+                })
             })
             .collect()
     }
@@ -238,15 +285,16 @@ impl Library {
 }
 
 impl Served {
-    /// The retriever of the last commit: opened again first when a writer has committed since.
-    fn current(&self) -> Arc<Retriever> {
+    /// The retriever of the last commit: an index folder opened again first when a writer has
+    /// committed since.
+    fn current(&self) -> Arc<ServedRetriever> {
         let current = Arc::clone(
             &self
                 .current
                 .read()
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         );
-        if current.index().is_current() {
+        if is_current(&current) {
             return current;
         }
         let _one_at_a_time = self
@@ -259,12 +307,12 @@ impl Served {
                 .read()
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         );
-        if latest.index().is_current() {
+        if is_current(&latest) {
             return latest;
         }
         // A commit that is being compacted may leave the folder unreadable for a moment: the
         // state served so far stays until it opens.
-        match latest.reopen() {
+        match self.source.open().and_then(|store| Ok(latest.over(store)?)) {
             Ok(reopened) => {
                 let reopened = Arc::new(reopened);
                 *self
@@ -278,11 +326,18 @@ impl Served {
     }
 }
 
-/// `dir`'s folder name, made unique among `taken`.
-fn unique_name(dir: &Path, taken: &[Served]) -> String {
-    let base = dir
-        .file_name()
-        .map_or_else(|| "index".to_owned(), |n| n.to_string_lossy().into_owned());
+/// Whether `retriever` reads its store as it is now: a store on a server always does, a folder
+/// until a writer commits.
+fn is_current(retriever: &ServedRetriever) -> bool {
+    retriever
+        .store()
+        .folder_index()
+        .is_none_or(Index::is_current)
+}
+
+/// `base`, made unique among `taken`.
+fn unique_name(base: &str, taken: &[Served]) -> String {
+    let base = base.to_owned();
     let free = |name: &str| taken.iter().all(|i| i.name != name);
     if free(&base) {
         return base;

@@ -25,6 +25,7 @@ const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 const METHOD_NOT_FOUND: i64 = -32601;
 const INVALID_PARAMS: i64 = -32602;
+const INTERNAL_ERROR: i64 = -32603;
 
 /// Serves `library` on `input` and `output` (stdin and stdout) until `input` ends.
 pub fn serve(library: &Library, input: impl BufRead, mut output: impl Write) -> Result<()> {
@@ -117,7 +118,7 @@ fn handle(library: &Library, method: &str, params: &Value) -> Result<Value, (i64
             }
         }
         "resources/list" => Ok(json!({
-            "resources": library.summaries().iter().map(|s| json!({
+            "resources": summaries(library)?.iter().map(|s| json!({
                 "uri": format!("scar://index/{}", s.name),
                 "name": s.name,
                 "description": format!(
@@ -132,8 +133,7 @@ fn handle(library: &Library, method: &str, params: &Value) -> Result<Value, (i64
                 .and_then(Value::as_str)
                 .unwrap_or_default();
             let name = uri.strip_prefix("scar://index/").unwrap_or_default();
-            let summary = library
-                .summaries()
+            let summary = summaries(library)?
                 .into_iter()
                 .find(|s| s.name == name)
                 .ok_or_else(|| (INVALID_PARAMS, format!("no resource {uri}")))?;
@@ -142,6 +142,13 @@ fn handle(library: &Library, method: &str, params: &Value) -> Result<Value, (i64
         }
         other => Err((METHOD_NOT_FOUND, format!("no method `{other}`"))),
     }
+}
+
+/// What each index holds, or the error of the store that could not say.
+fn summaries(library: &Library) -> Result<Vec<crate::IndexSummary>, (i64, String)> {
+    library
+        .summaries()
+        .map_err(|e| (INTERNAL_ERROR, scar_core::ErrorChain(&e).to_string()))
 }
 
 /// The tools, with JSON Schemas of their arguments.

@@ -4,7 +4,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use scar_embed::{DeviceChoice, Precision};
-use scar_serve::{Library, LibraryOptions, http};
+use scar_serve::{Library, LibraryOptions, Source, http};
 
 pub use scar_test_support::{example_index, workspace};
 
@@ -22,7 +22,8 @@ pub fn library_options() -> LibraryOptions {
 
 /// The library of `dirs`, with the test models on the CPU.
 pub fn library(dirs: &[PathBuf]) -> Library {
-    Library::open(dirs, library_options()).unwrap()
+    let sources: Vec<Source> = dirs.iter().cloned().map(Source::Folder).collect();
+    Library::open(&sources, library_options()).unwrap()
 }
 
 /// The example index served, shared by the tests of this binary.

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use scar_index::{IndexOptions, index_paths};
-use scar_serve::{Library, LibraryOptions, SearchRequest, http};
+use scar_serve::{Library, LibraryOptions, SearchRequest, Source, http};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -475,7 +475,7 @@ fn a_chat_model_that_cannot_load_is_an_error_before_the_stream_and_searches_go_o
         llm: "/nowhere/missing-model.gguf".into(),
         ..crate::common::library_options()
     };
-    let library = Library::open(&[example_index().to_path_buf()], options).unwrap();
+    let library = Library::open(&[Source::Folder(example_index().to_path_buf())], options).unwrap();
     let server = Server::start(Arc::new(library), &http::HttpOptions::default());
     let (status, body) = post(
         &server.url("/v1/ask"),
@@ -496,7 +496,7 @@ fn a_library_with_a_reranker_takes_its_seeds_in_the_reranker_s_order() {
         rerank: scar_answer::Reranking::Sentence,
         ..crate::common::library_options()
     };
-    let library = Library::open(&[example_index().to_path_buf()], options).unwrap();
+    let library = Library::open(&[Source::Folder(example_index().to_path_buf())], options).unwrap();
     let server = Server::start(Arc::new(library), &http::HttpOptions::default());
     let (status, body) = post(
         &server.url("/v1/search"),

@@ -4,3 +4,4 @@
 mod common;
 mod http;
 mod mcp;
+mod store;
