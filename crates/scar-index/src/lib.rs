@@ -61,7 +61,7 @@ pub use load::{
 };
 pub use salvage::Salvage;
 pub use seam::{seam_kind, seam_text};
-pub use search::exact_top_k;
+pub use search::{bm25_words, exact_top_k};
 pub use skip_list::{Skipped, skipped_files};
 pub use store::{
     Catalog, ChunkView, DocumentEntry, Index, Manifest, VectorEncoding, document_name,

@@ -260,13 +260,18 @@ fn insert_chunks(
         columns
             .embedding
             .push(Vector::from(index.embedding(id).to_vec()));
+        let words = scar_index::bm25_words(&format!("{} {}", chunk.heading_path, chunk.text));
+        columns.word_count.push(count(words.len()));
+        columns.words.push(words.join(" "));
     }
     transaction
         .execute(
             "INSERT INTO scar_chunks (document, ordinal, char_start, char_end, tokens, section, \
-             page, heading_path, text, continuity_next, seam_after, embedding) \
-             SELECT $1, * FROM unnest($2::int[], $3::int[], $4::int[], $5::int[], $6::int[], \
-             $7::int[], $8::text[], $9::text[], $10::real[], $11::text[], $12::vector[])",
+             page, heading_path, text, continuity_next, seam_after, embedding, lexical, words) \
+             SELECT $1, o, s, e, t, sc, p, h, x, c, sa, v, to_tsvector('simple', w), n \
+             FROM unnest($2::int[], $3::int[], $4::int[], $5::int[], $6::int[], $7::int[], \
+             $8::text[], $9::text[], $10::real[], $11::text[], $12::vector[], $13::text[], \
+             $14::int[]) AS u(o, s, e, t, sc, p, h, x, c, sa, v, w, n)",
             &[
                 &document,
                 &columns.ordinal,
@@ -280,6 +285,8 @@ fn insert_chunks(
                 &columns.continuity_next,
                 &columns.seam_after,
                 &columns.embedding,
+                &columns.words,
+                &columns.word_count,
             ],
         )
         .map_err(|e| StoreError::from_client(url, e))?;
@@ -300,4 +307,7 @@ struct Columns {
     continuity_next: Vec<Option<f32>>,
     seam_after: Vec<Option<String>>,
     embedding: Vec<Vector>,
+    /// The words BM25 reads, space-separated, and their number.
+    words: Vec<String>,
+    word_count: Vec<i32>,
 }

@@ -1,9 +1,10 @@
 //! The store's tables, created, checked and upgraded under one lock, with the schema's
 //! version.
 //!
-//! Versions: 1, the tables below; 2, the chunker recorded beside the model (a writer upgrades a
-//! version-1 store by recording its own) and the optional HNSW index on the vectors, with its
-//! parameters recorded.
+//! Versions: 1, the tables below, with English stems as the lexical words; 2, the chunker
+//! recorded beside the model, the lexical words as BM25 reads them in a folder index and their
+//! number, and the optional HNSW index on the vectors, with its parameters recorded. A writer
+//! upgrades a version-1 store: it records its own chunker and cuts the words again.
 
 use postgres::Transaction;
 use scar_embed::ModelInfo;
@@ -70,8 +71,9 @@ pub(crate) enum ChunksLayout {
 }
 
 /// The chunks table, for chunks of `dimension` values, laid out as `layout` says. Chunks are
-/// keyed by (document, ordinal); the lexical column is the text BM25 reads in a folder index:
-/// the heading path, then the chunk's own text.
+/// keyed by (document, ordinal). `lexical` holds the words BM25 reads in a folder index (the
+/// heading path, then the chunk's text, cut by the index's own tokenizer) and `words` their
+/// number, the chunk's length to BM25.
 pub(crate) fn chunks_table(dimension: usize, layout: ChunksLayout) -> String {
     let (id, document, keys, partition) = match layout {
         ChunksLayout::Whole => (
@@ -109,8 +111,8 @@ pub(crate) fn chunks_table(dimension: usize, layout: ChunksLayout) -> String {
              continuity_next real,
              seam_after text,
              embedding vector({dimension}) NOT NULL,
-             lexical tsvector GENERATED ALWAYS AS
-                 (to_tsvector('english', heading_path || ' ' || text)) STORED{keys}
+             lexical tsvector NOT NULL,
+             words integer NOT NULL{keys}
          ){partition};
          {lexical_index}"
     )
@@ -256,7 +258,26 @@ pub(crate) fn create_or_check(
             record(transaction, url, "model", model)?;
         }
         // Version 1 did not record its chunker: the first writer of version 2 records its own.
-        Some(1) => {}
+        // Its lexical words were English stems: cut again here as nearly as SQL can (runs of
+        // letters and digits, lowercased); each file's next publish writes them exactly.
+        Some(1) => {
+            transaction
+                .batch_execute(
+                    "ALTER TABLE scar_chunks DROP COLUMN lexical;
+                     ALTER TABLE scar_chunks ADD COLUMN lexical tsvector,
+                         ADD COLUMN words integer;
+                     UPDATE scar_chunks SET (lexical, words) =
+                         (SELECT to_tsvector('simple', array_to_string(w, ' ')),
+                                 coalesce(array_length(w, 1), 0)
+                          FROM (SELECT array_remove(regexp_split_to_array(
+                                   lower(heading_path || ' ' || text), '[^[:alnum:]]+'), '')
+                                AS w) cut);
+                     ALTER TABLE scar_chunks ALTER COLUMN lexical SET NOT NULL,
+                         ALTER COLUMN words SET NOT NULL;
+                     CREATE INDEX scar_chunks_lexical ON scar_chunks USING gin (lexical);",
+                )
+                .map_err(failed)?;
+        }
         Some(_) => {
             let meta = read(transaction, url)?.ok_or(StoreError::Metadata {
                 url: crate::redacted(url),

@@ -50,13 +50,28 @@ const MAX_EF_SEARCH: usize = 1000;
 /// remove chunks while it is searched.
 const COUNT_LIFETIME: Duration = Duration::from_secs(1);
 
+/// BM25's term-frequency saturation and length normalisation, tantivy's defaults.
+const BM25_K1: f64 = 1.2;
+const BM25_B: f64 = 0.75;
+
+/// The chunks stored and their mean length in words, when they were counted.
+#[derive(Debug, Clone, Copy)]
+struct Counted {
+    at: Instant,
+    chunks: usize,
+    mean_words: f64,
+}
+
+/// The count of `scar_chunks`, and the mean length BM25 divides by.
+const COUNT: &str = "SELECT count(*), coalesce(avg(words), 0)::float8 FROM scar_chunks";
+
 /// A SCAR store in a PostgreSQL database, read by the retriever as a folder index is.
 pub struct PgStore {
     url: String,
     client: Mutex<Client>,
     meta: Meta,
     /// The chunks stored, when they were counted.
-    chunks: Mutex<(Instant, usize)>,
+    counted: Mutex<Counted>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -93,16 +108,13 @@ impl PgStore {
         }
         let meta = schema::read(&mut transaction, url)?
             .ok_or_else(|| StoreError::NoStore { url: redacted(url) })?;
-        let chunks: i64 = transaction
-            .query_one("SELECT count(*) FROM scar_chunks", &[])
-            .map_err(failed)?
-            .get(0);
+        let counted = counted(&transaction.query_one(COUNT, &[]).map_err(failed)?);
         transaction.commit().map_err(failed)?;
         Ok(Self {
             url: url.to_owned(),
             client: Mutex::new(client),
             meta,
-            chunks: Mutex::new((Instant::now(), usize::try_from(chunks).unwrap_or(0))),
+            counted: Mutex::new(counted),
         })
     }
 
@@ -149,51 +161,67 @@ impl PgStore {
     }
 
     /// `sql` run in a transaction of its own after `settings` (`SET LOCAL` statements, which
-    /// end with it).
+    /// end with it). A connection the server dropped (a restart, a failover, an administrator)
+    /// is opened again and the query run once more: reading twice is harmless.
     fn query_with(
         &self,
         settings: &str,
         sql: &str,
         params: &[&(dyn postgres::types::ToSql + Sync)],
     ) -> Result<Vec<Row>> {
-        let failed = |e| StoreError::from_client(&self.url, e);
+        let run = |client: &mut Client| -> std::result::Result<Vec<Row>, postgres::Error> {
+            if settings.is_empty() {
+                return client.query(sql, params);
+            }
+            let mut transaction = client.transaction()?;
+            transaction.batch_execute(settings)?;
+            let rows = transaction.query(sql, params)?;
+            transaction.commit()?;
+            Ok(rows)
+        };
         // A panic elsewhere while the lock was held leaves the connection as sound as before.
         let mut client = self
             .client
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if settings.is_empty() {
-            return client.query(sql, params).map_err(failed);
+        match run(&mut client) {
+            Err(error) if connection_lost(&error) => {
+                *client = connect(&self.url)?;
+                run(&mut client)
+            }
+            done => done,
         }
-        let mut transaction = client.transaction().map_err(failed)?;
-        transaction.batch_execute(settings).map_err(failed)?;
-        let rows = transaction.query(sql, params).map_err(failed)?;
-        transaction.commit().map_err(failed)?;
-        Ok(rows)
+        .map_err(|e| StoreError::from_client(&self.url, e))
     }
 
-    /// The stored chunks with `id` among `ids`, or all, as (id, score) in order, after
-    /// `settings`.
-    fn ranking(
+    /// The rows of a ranking query, `sql` run after `settings`: (id, score), best first.
+    fn ranked(
         &self,
         settings: &str,
-        [sql_all, sql_among]: [&str; 2],
-        query: &(dyn postgres::types::ToSql + Sync),
-        depth: usize,
-        among: Option<&[ChunkId]>,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
     ) -> Result<Vec<(ChunkId, f32)>> {
-        let limit = i64::try_from(depth).unwrap_or(i64::MAX);
-        let rows = match among {
-            None => self.query_with(settings, sql_all, &[query, &limit])?,
-            Some(chunks) => {
-                let ids = ids(chunks);
-                self.query_with(settings, sql_among, &[query, &limit, &ids])?
-            }
-        };
-        Ok(rows
+        Ok(self
+            .query_with(settings, sql, params)?
             .iter()
             .map(|row| (chunk_id(row.get(0)), row.get::<_, f64>(1) as f32))
             .collect())
+    }
+
+    /// The chunks stored and their mean length, counted again once the last count is a second
+    /// old; a count that fails keeps the last.
+    fn counts(&self) -> Counted {
+        let mut counted = self
+            .counted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if counted.at.elapsed() > COUNT_LIFETIME
+            && let Ok(rows) = self.query(COUNT, &[])
+            && let Some(row) = rows.first()
+        {
+            *counted = self::counted(row);
+        }
+        *counted
     }
 
     /// The chunks among `ids` that are stored, in no particular order.
@@ -237,6 +265,51 @@ impl PgStore {
     }
 }
 
+/// Whether `error` says the connection is gone, not that the query failed.
+fn connection_lost(error: &postgres::Error) -> bool {
+    use postgres::error::SqlState;
+    error.is_closed()
+        || error
+            .code()
+            .is_some_and(|code| [SqlState::ADMIN_SHUTDOWN, SqlState::CRASH_SHUTDOWN].contains(code))
+}
+
+/// A count read with [`COUNT`], as of now.
+fn counted(row: &Row) -> Counted {
+    Counted {
+        at: Instant::now(),
+        chunks: usize::try_from(row.get::<_, i64>(0)).unwrap_or(0),
+        mean_words: row.get(1),
+    }
+}
+
+/// BM25 over the stored words, the filter `among` (an `AND` clause) added: each of the
+/// question's words (`$1`, space-separated) weighs its inverse document frequency among the
+/// `$3` chunks, its count in the chunk saturates, and the chunk's length in words is set
+/// against the mean (`$4`); the best `$2`, ties by id.
+fn bm25(among: &str) -> String {
+    format!(
+        "WITH terms AS (
+             SELECT DISTINCT lexeme FROM unnest(to_tsvector('simple', $1))
+         ), weights AS (
+             SELECT lexeme, ln(1 + ($3::float8 - df + 0.5) / (df + 0.5)) AS idf FROM terms,
+                 LATERAL (SELECT count(*)::float8 AS df FROM scar_chunks
+                          WHERE lexical @@ quote_literal(lexeme)::tsquery) counted
+         )
+         SELECT c.id, sum(w.idf * f.tf * {saturation}
+                          / (f.tf + {BM25_K1} * ({keep} + {BM25_B} * c.words / $4::float8)))::float8
+         FROM scar_chunks c
+         CROSS JOIN LATERAL (SELECT u.lexeme, array_length(u.positions, 1)::float8 AS tf
+                             FROM unnest(c.lexical) u) f
+         JOIN weights w ON w.lexeme = f.lexeme
+         WHERE c.lexical @@ (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery FROM terms)
+             {among}
+         GROUP BY c.id ORDER BY 2 DESC, c.id LIMIT $2",
+        saturation = BM25_K1 + 1.0,
+        keep = 1.0 - BM25_B,
+    )
+}
+
 /// A number the store keeps as `integer`: ids, ordinals and counts never reach 2³¹.
 pub(crate) fn int(value: u32) -> i32 {
     i32::try_from(value).unwrap_or(i32::MAX)
@@ -255,16 +328,6 @@ fn chunk_id(id: i32) -> ChunkId {
     ChunkId(unsigned(id))
 }
 
-/// The words of a question as a full-text query that any of them matches, as BM25 scores a
-/// question: letters and digits only, so that nothing in it is query syntax.
-fn any_word_query(question: &str) -> String {
-    question
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|word| !word.is_empty())
-        .collect::<Vec<_>>()
-        .join(" | ")
-}
-
 impl ChunkStore for PgStore {
     fn location(&self) -> String {
         self.url()
@@ -278,22 +341,9 @@ impl ChunkStore for PgStore {
         self.meta.chunker
     }
 
-    /// Counted again once the last count is a second old; a count that fails keeps the last.
+    /// Counted again once the last count is a second old.
     fn len(&self) -> usize {
-        let mut counted = self
-            .chunks
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if counted.0.elapsed() > COUNT_LIFETIME
-            && let Ok(rows) = self.query("SELECT count(*) FROM scar_chunks", &[])
-            && let Some(row) = rows.first()
-        {
-            *counted = (
-                Instant::now(),
-                usize::try_from(row.get::<_, i64>(0)).unwrap_or(0),
-            );
-        }
-        counted.1
+        self.counts().chunks
     }
 
     fn documents(&self) -> scar_retrieve::Result<Vec<StoredDocument>> {
@@ -327,18 +377,22 @@ impl ChunkStore for PgStore {
         among: Option<&[ChunkId]>,
     ) -> scar_retrieve::Result<Vec<(ChunkId, f32)>> {
         let query = Vector::from(embedding.to_vec());
-        Ok(self.ranking(
-            &self.dense_settings(depth, among.is_some()),
-            [
+        let limit = i64::try_from(depth).unwrap_or(i64::MAX);
+        let settings = self.dense_settings(depth, among.is_some());
+        Ok(match among {
+            None => self.ranked(
+                &settings,
                 "SELECT id, 1 - (embedding <=> $1) FROM scar_chunks \
                  ORDER BY embedding <=> $1, id LIMIT $2",
+                &[&query, &limit],
+            )?,
+            Some(chunks) => self.ranked(
+                &settings,
                 "SELECT id, 1 - (embedding <=> $1) FROM scar_chunks WHERE id = ANY($3) \
                  ORDER BY embedding <=> $1, id LIMIT $2",
-            ],
-            &query,
-            depth,
-            among,
-        )?)
+                &[&query, &limit, &ids(chunks)],
+            )?,
+        })
     }
 
     fn lexical_ranking(
@@ -347,23 +401,21 @@ impl ChunkStore for PgStore {
         depth: usize,
         among: Option<&[ChunkId]>,
     ) -> scar_retrieve::Result<Vec<(ChunkId, f32)>> {
-        let words = any_word_query(query);
-        if words.is_empty() {
-            return Ok(Vec::new());
-        }
-        Ok(self.ranking(
-            "",
-            [
-                "SELECT id, ts_rank_cd(lexical, q)::float8 FROM scar_chunks, \
-                 to_tsquery('english', $1) q WHERE lexical @@ q ORDER BY 2 DESC, id LIMIT $2",
-                "SELECT id, ts_rank_cd(lexical, q)::float8 FROM scar_chunks, \
-                 to_tsquery('english', $1) q WHERE lexical @@ q AND id = ANY($3) \
-                 ORDER BY 2 DESC, id LIMIT $2",
-            ],
-            &words,
-            depth,
-            among,
-        )?)
+        // The question's words as the folder index cuts them, which the stored words are.
+        let words = scar_index::bm25_words(query).join(" ");
+        let limit = i64::try_from(depth).unwrap_or(i64::MAX);
+        let Counted {
+            chunks, mean_words, ..
+        } = self.counts();
+        let (chunks, mean_words) = (chunks as f64, mean_words.max(1.0));
+        Ok(match among {
+            None => self.ranked("", &bm25(""), &[&words, &limit, &chunks, &mean_words])?,
+            Some(among) => self.ranked(
+                "",
+                &bm25("AND c.id = ANY($5)"),
+                &[&words, &limit, &chunks, &mean_words, &ids(among)],
+            )?,
+        })
     }
 
     fn chunk(&self, id: ChunkId) -> scar_retrieve::Result<Option<StoredChunk>> {
@@ -525,15 +577,6 @@ impl ChunkSource for DocumentsRead {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_question_is_any_of_its_words_and_never_query_syntax() {
-        assert_eq!(
-            any_word_query("what's the fee (kayak) & <-> 'x':*"),
-            "what | s | the | fee | kayak | x"
-        );
-        assert_eq!(any_word_query("?!"), "");
-    }
 
     #[test]
     fn seam_kinds_round_trip_through_their_names() {

@@ -497,12 +497,16 @@ fn an_older_store_is_upgraded_by_its_next_writer_and_another_chunker_refused() {
         return;
     };
     publish_example(&url);
-    // What version 1 recorded: its version and model, no chunker.
+    // What version 1 had: its version and model recorded, no chunker, English stems as the
+    // lexical words and no count of them.
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     client
         .batch_execute(
             "UPDATE scar_meta SET value = '1' WHERE key = 'schema_version'; \
-             DELETE FROM scar_meta WHERE key = 'chunker'",
+             DELETE FROM scar_meta WHERE key = 'chunker'; \
+             ALTER TABLE scar_chunks DROP COLUMN lexical, DROP COLUMN words; \
+             ALTER TABLE scar_chunks ADD COLUMN lexical tsvector GENERATED ALWAYS AS \
+                 (to_tsvector('english', heading_path || ' ' || text)) STORED",
         )
         .unwrap();
     let error = PgStore::open(&url).unwrap_err();
@@ -513,8 +517,20 @@ fn an_older_store_is_upgraded_by_its_next_writer_and_another_chunker_refused() {
     assert!(error.to_string().contains("to upgrade it"), "{error}");
     let report = publish_example(&url);
     assert_eq!((report.published, report.unchanged), (0, 4), "{report:?}");
-    let summary = PgStore::open(&url).unwrap().summary().unwrap();
+    let store = PgStore::open(&url).unwrap();
+    let summary = store.summary().unwrap();
     assert_eq!(summary.schema_version, scar_postgres::SCHEMA_VERSION);
+    // The words cut again, unstemmed as BM25 reads them ("booked", which stems to "book"),
+    // and counted.
+    let row = client
+        .query_one(
+            "SELECT count(*) FILTER (WHERE lexical @@ 'booked'::tsquery), \
+             count(*) FILTER (WHERE words = 0) FROM scar_chunks",
+            &[],
+        )
+        .unwrap();
+    assert_eq!((row.get::<_, i64>(0) > 0, row.get::<_, i64>(1)), (true, 0));
+    assert!(!store.lexical_ranking("booked", 5, None).unwrap().is_empty());
     assert_eq!(
         summary.chunker,
         Index::open(example_index()).unwrap().manifest().chunker
@@ -611,6 +627,31 @@ fn assert_same_decisions(embedder: &Arc<Embedder>, single: &str, coordinator: &s
     assert!(compared >= 2 * 3 * 4 * 2, "{compared} seeds compared");
 }
 
+/// With the coordinator's way to `shard` (its second) broken, a search is an error naming the
+/// shard, not fewer answers; mended, it answers again.
+fn assert_an_unreachable_shard_is_an_error(
+    store: &PgStore,
+    coordinator: &str,
+    shard: &str,
+    embedder: &Embedder,
+) {
+    let mut client = postgres::Client::connect(coordinator, postgres::NoTls).unwrap();
+    client
+        .batch_execute("ALTER SERVER scar_shard_1 OPTIONS (SET port '1')")
+        .unwrap();
+    let query = embedder.embed_query("How is a connection opened?").unwrap();
+    let error = store.dense_ranking(&query, 10, None).unwrap_err();
+    let message = scar_core::ErrorChain(&error).to_string();
+    assert!(message.contains("scar_shard_1"), "{message}");
+    let port = shard.rsplit(':').next().unwrap().split('/').next().unwrap();
+    client
+        .batch_execute(&format!(
+            "ALTER SERVER scar_shard_1 OPTIONS (SET port '{port}')"
+        ))
+        .unwrap();
+    assert_eq!(store.dense_ranking(&query, 10, None).unwrap().len(), 10);
+}
+
 #[test]
 fn a_store_sharded_over_two_servers_decides_as_one_server_does() {
     let (Some(single), Some(coordinator), Some(shards)) = (
@@ -691,6 +732,7 @@ fn a_store_sharded_over_two_servers_decides_as_one_server_does() {
     assert_eq!(summary.shards.len(), 2);
     assert_eq!((summary.files, summary.chunks), (3, three.len()));
     // An HNSW index is each shard's own.
+    assert_an_unreachable_shard_is_an_error(&store, &coordinator, &shards[1], &embedder);
     let error = publish(
         &three,
         &coordinator,
@@ -702,4 +744,27 @@ fn a_store_sharded_over_two_servers_decides_as_one_server_does() {
     .unwrap_err();
     assert!(matches!(error, StoreError::ShardedIndex { .. }), "{error}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_connection_the_server_drops_is_opened_again() {
+    let Some(url) = postgres_database("reconnect") else {
+        return;
+    };
+    publish_example(&url);
+    let store = PgStore::open(&url).unwrap();
+    let query = minilm().embed_query("How is a connection opened?").unwrap();
+    let before = store.dense_ranking(&query, 5, None).unwrap();
+    // What a server restart or an administrator does to the store's connection.
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let dropped: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = current_database() AND pid <> pg_backend_pid()) terminated",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(dropped, 1);
+    assert_eq!(store.dense_ranking(&query, 5, None).unwrap(), before);
 }

@@ -42,6 +42,26 @@ impl TextIndex {
     }
 }
 
+/// The words BM25 reads in `text`, in order, as the text index cuts them (its default
+/// tokenizer: runs of letters and digits, lowercased, none of 40 bytes or more): for a store
+/// that ranks the same words elsewhere.
+///
+/// # Panics
+///
+/// Never: tantivy always registers the default tokenizer the text index uses.
+#[must_use]
+pub fn bm25_words(text: &str) -> Vec<String> {
+    let mut analyzer = tantivy::tokenizer::TokenizerManager::default()
+        .get("default")
+        .expect("tantivy registers its default tokenizer");
+    let mut stream = analyzer.token_stream(text);
+    let mut words = Vec::new();
+    while stream.advance() {
+        words.push(stream.token().text.clone());
+    }
+    words
+}
+
 impl Index {
     /// BM25 over chunk text: up to `k` live chunks, best first, with their scores.
     pub fn bm25_search(&self, query: &str, k: usize) -> Result<Vec<(ChunkId, f32)>> {
@@ -96,5 +116,19 @@ impl Index {
         hits.retain(|(id, _)| wanted.contains(&id.0));
         hits.truncate(k);
         Ok(hits)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_words_are_runs_of_letters_and_digits_lowercased() {
+        let long = "x".repeat(40);
+        assert_eq!(
+            bm25_words(&format!("TCP/IP user-id 1.5 Über {long} ok")),
+            ["tcp", "ip", "user", "id", "1", "5", "über", "ok"]
+        );
     }
 }

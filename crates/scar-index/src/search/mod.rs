@@ -4,4 +4,5 @@ mod bm25;
 mod dense;
 
 pub(crate) use bm25::TextIndex;
+pub use bm25::bm25_words;
 pub use dense::exact_top_k;

@@ -1,0 +1,328 @@
+//! The store at scale, side by side with the folder index's own search kernels: query latency
+//! (p50 / p99) of dense search, exact and HNSW, and of BM25, over synthetic chunks.
+//!
+//! `store_scale URL [SIZES] [QUERIES]` (defaults `100000` and 100): URL names an empty
+//! database. For each size, the example index is published there (for the store's tables and
+//! model), then synthetic chunks are written beside it: documents of 50 chunks scattered around
+//! their own random direction (as `scar-retrieve`'s `hnsw_search` example makes them), each
+//! chunk 100 words drawn from its document's 40 topic words and a shared Zipf-like vocabulary.
+//! Each query is a noisier point near one document's direction and five of its topic words.
+//! The folder side runs `exact_top_k` and an `HnswGraph` over the same vectors in memory.
+
+use std::collections::HashSet;
+use std::ops::Range;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use pgvector::Vector;
+use scar_core::ChunkId;
+use scar_index::{HnswGraph, HnswParams, HnswSetting, Index, exact_top_k};
+use scar_postgres::{PgStore, publish};
+use scar_retrieve::ChunkStore;
+use scar_test_support::{example_index, uniform_stream};
+
+const CHUNKS_PER_DOCUMENT: u32 = 50;
+const WORDS_PER_CHUNK: usize = 100;
+const TOPIC_WORDS: usize = 40;
+const VOCABULARY: usize = 20_000;
+/// The depth the retriever ranks to at k = 5.
+const DEPTH: usize = 50;
+const RECALL_AT: usize = 10;
+const ROWS_PER_INSERT: usize = 1000;
+
+fn normalised(mut vector: Vec<f32>) -> Vec<f32> {
+    let norm = scar_core::norm(&vector);
+    for x in &mut vector {
+        *x /= norm;
+    }
+    vector
+}
+
+fn near(direction: &[f32], noise: f32, next: &mut impl FnMut() -> f32) -> Vec<f32> {
+    normalised(direction.iter().map(|x| x + noise * next()).collect())
+}
+
+/// A word of the shared vocabulary, rank drawn as 1/rank (Zipf-like).
+fn common_word(next: &mut impl FnMut() -> f32) -> String {
+    let u = f64::from(next() + 0.5).clamp(1e-9, 1.0);
+    let rank = (VOCABULARY as f64).powf(u) as usize;
+    format!("w{rank}")
+}
+
+fn topic_word(document: usize, at: usize) -> String {
+    format!("t{document}x{at}")
+}
+
+/// p50 and p99 of `samples`, in milliseconds.
+fn percentiles(mut samples: Vec<Duration>) -> (f64, f64) {
+    samples.sort();
+    let at = |q: f64| {
+        let i = ((samples.len() as f64 - 1.0) * q).round() as usize;
+        samples[i].as_secs_f64() * 1e3
+    };
+    (at(0.5), at(0.99))
+}
+
+/// A search's hits, best first.
+type Hits = Vec<(ChunkId, f32)>;
+
+/// Times `search` over each query: p50 and p99, and each query's hits.
+fn timed<Q>(queries: &[Q], mut search: impl FnMut(&Q) -> Hits) -> ((f64, f64), Vec<Hits>) {
+    let mut times = Vec::with_capacity(queries.len());
+    let mut hits = Vec::with_capacity(queries.len());
+    for query in queries {
+        let started = Instant::now();
+        hits.push(search(query));
+        times.push(started.elapsed());
+    }
+    (percentiles(times), hits)
+}
+
+/// Mean share of `truth`'s top `RECALL_AT` that `found`'s top `RECALL_AT` holds.
+fn recall(truth: &[Hits], found: &[Hits]) -> f64 {
+    let mut sum = 0.0;
+    for (truth, found) in truth.iter().zip(found) {
+        let found: HashSet<ChunkId> = found.iter().take(RECALL_AT).map(|hit| hit.0).collect();
+        let wanted = truth.iter().take(RECALL_AT);
+        sum += wanted.clone().filter(|hit| found.contains(&hit.0)).count() as f64
+            / wanted.count().max(1) as f64;
+    }
+    sum / truth.len().max(1) as f64
+}
+
+/// Synthetic documents: (vectors, row by row; texts; directions).
+struct Synthetic {
+    matrix: Vec<f32>,
+    texts: Vec<String>,
+    directions: Vec<Vec<f32>>,
+}
+
+fn synthetic(rows: u32, dimension: usize) -> Synthetic {
+    let mut next = uniform_stream(u64::from(rows));
+    let documents = rows.div_ceil(CHUNKS_PER_DOCUMENT) as usize;
+    let directions: Vec<Vec<f32>> = (0..documents)
+        .map(|_| normalised((0..dimension).map(|_| next()).collect()))
+        .collect();
+    let mut matrix = Vec::with_capacity(rows as usize * dimension);
+    let mut texts = Vec::with_capacity(rows as usize);
+    for row in 0..rows {
+        let document = (row / CHUNKS_PER_DOCUMENT) as usize;
+        matrix.extend(near(&directions[document], 0.08, &mut next));
+        let words: Vec<String> = (0..WORDS_PER_CHUNK)
+            .map(|_| {
+                if next() < -0.3 {
+                    let at = ((next() + 0.5) * TOPIC_WORDS as f32) as usize;
+                    topic_word(document, at.min(TOPIC_WORDS - 1))
+                } else {
+                    common_word(&mut next)
+                }
+            })
+            .collect();
+        texts.push(words.join(" "));
+    }
+    Synthetic {
+        matrix,
+        texts,
+        directions,
+    }
+}
+
+/// Writes the synthetic chunks into the store at `url`, one file per document.
+fn write(url: &str, data: &Synthetic, dimension: usize) -> Result<f64, Box<dyn std::error::Error>> {
+    let mut client = postgres::Client::connect(url, postgres::NoTls)?;
+    let started = Instant::now();
+    for (document, _) in data.directions.iter().enumerate() {
+        let path = format!("/synthetic/document-{document}.txt");
+        let mut transaction = client.transaction()?;
+        transaction.execute(
+            "INSERT INTO scar_files (path, hash) VALUES ($1, $1)",
+            &[&path],
+        )?;
+        let id: i32 = transaction
+            .query_one(
+                "INSERT INTO scar_documents (path) VALUES ($1) RETURNING id",
+                &[&path],
+            )?
+            .get(0);
+        let first = document * CHUNKS_PER_DOCUMENT as usize;
+        let last = (first + CHUNKS_PER_DOCUMENT as usize).min(data.texts.len());
+        for batch in (first..last).collect::<Vec<_>>().chunks(ROWS_PER_INSERT) {
+            let ordinals: Vec<i32> = batch
+                .iter()
+                .map(|&row| i32::try_from(row - first).unwrap_or(i32::MAX))
+                .collect();
+            let texts: Vec<&str> = batch.iter().map(|&row| data.texts[row].as_str()).collect();
+            let vectors: Vec<Vector> = batch
+                .iter()
+                .map(|&row| {
+                    Vector::from(data.matrix[row * dimension..(row + 1) * dimension].to_vec())
+                })
+                .collect();
+            transaction.execute(
+                "INSERT INTO scar_chunks (document, ordinal, char_start, char_end, tokens, \
+                 heading_path, text, embedding, lexical, words) \
+                 SELECT $1, o, 0, length(t), 130, '', t, e, to_tsvector('simple', t), $5 \
+                 FROM unnest($2::int[], $3::text[], $4::vector[]) AS u(o, t, e)",
+                &[
+                    &id,
+                    &ordinals,
+                    &texts,
+                    &vectors,
+                    &i32::try_from(WORDS_PER_CHUNK)?,
+                ],
+            )?;
+        }
+        transaction.commit()?;
+    }
+    Ok(data.texts.len() as f64 / started.elapsed().as_secs_f64())
+}
+
+/// `count` queries, each near one document: its vector, and five of its topic words.
+fn queries(data: &Synthetic, count: usize) -> (Vec<Vec<f32>>, Vec<String>) {
+    let mut next = uniform_stream(7);
+    let documents = data.directions.len();
+    let picks: Vec<usize> = (0..count).map(|i| i * 7919 % documents).collect();
+    let vectors: Vec<Vec<f32>> = picks
+        .iter()
+        .map(|&d| near(&data.directions[d], 0.12, &mut next))
+        .collect();
+    let words: Vec<String> = picks
+        .iter()
+        .enumerate()
+        .map(|(i, &d)| {
+            (0..5)
+                .map(|j| topic_word(d, (i * 5 + j * 7) % TOPIC_WORDS))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    (vectors, words)
+}
+
+/// One size's rows of the table.
+fn measure(
+    url: &str,
+    example: &Index,
+    rows: u32,
+    query_count: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let dimension = example.manifest().model.dimension;
+    let cancel = AtomicBool::new(false);
+    let mut client = postgres::Client::connect(url, postgres::NoTls)?;
+    client.batch_execute(
+        "DROP TABLE IF EXISTS scar_chunks, scar_documents, scar_files, scar_meta CASCADE",
+    )?;
+    publish(
+        example,
+        url,
+        &[],
+        HnswSetting::Keep,
+        &mut |_, _| {},
+        &cancel,
+    )?;
+    let data = synthetic(rows, dimension);
+    let per_second = write(url, &data, dimension)?;
+    client.batch_execute("VACUUM ANALYZE scar_chunks")?;
+    eprintln!("{rows} chunks written, {per_second:.0} chunks/s");
+
+    let (vectors, words) = queries(&data, query_count);
+
+    // One range over every row: a single document as far as exact search is concerned.
+    let all = std::iter::once(0..rows).collect::<Vec<Range<u32>>>();
+    let all = all.as_slice();
+    let (folder_exact, truth) = timed(&vectors, |q| {
+        exact_top_k(&data.matrix, dimension, all, q, DEPTH).unwrap_or_default()
+    });
+    let store = PgStore::open(url)?;
+    // Store ids of the synthetic chunks follow the example's, in the same order.
+    let offset = example.len() as u32 + 1;
+    let in_folder_ids = |hits: Vec<(ChunkId, f32)>| -> Vec<(ChunkId, f32)> {
+        hits.into_iter()
+            .filter(|(id, _)| id.0 >= offset)
+            .map(|(id, score)| (ChunkId(id.0 - offset), score))
+            .collect()
+    };
+    let (store_exact, exact_hits) = timed(&vectors, |q| {
+        in_folder_ids(store.dense_ranking(q, DEPTH, None).unwrap_or_default())
+    });
+    let row = |search: &str, folder: (f64, f64), store: (f64, f64), recalls: (f64, f64)| {
+        println!(
+            "| {rows} | {search} | {:.2} / {:.2} | {:.2} / {:.2} | {:.1}× | {:.3} / {:.3} |",
+            folder.0,
+            folder.1,
+            store.0,
+            store.1,
+            store.0 / folder.0,
+            recalls.0,
+            recalls.1,
+        );
+    };
+    row(
+        "dense, exact",
+        folder_exact,
+        store_exact,
+        (1.0, recall(&truth, &exact_hits)),
+    );
+
+    let started = Instant::now();
+    let mut graph = HnswGraph::new(dimension, HnswParams::default())?;
+    graph.extend(&data.matrix, &mut |_, _| {}, &cancel)?;
+    let folder_build = started.elapsed().as_secs_f64();
+    let (folder_graph, graph_hits) = timed(&vectors, |q| {
+        graph
+            .search(&data.matrix, q, DEPTH, |_| true)
+            .unwrap_or_default()
+    });
+    let started = Instant::now();
+    publish(
+        example,
+        url,
+        &[],
+        HnswSetting::Build(HnswParams::default()),
+        &mut |_, _| {},
+        &cancel,
+    )?;
+    let store_build = started.elapsed().as_secs_f64();
+    let store = PgStore::open(url)?;
+    let (store_graph, store_graph_hits) = timed(&vectors, |q| {
+        in_folder_ids(store.dense_ranking(q, DEPTH, None).unwrap_or_default())
+    });
+    row(
+        "dense, HNSW",
+        folder_graph,
+        store_graph,
+        (
+            recall(&truth, &graph_hits),
+            recall(&truth, &store_graph_hits),
+        ),
+    );
+    eprintln!("HNSW build: folder {folder_build:.1} s, store {store_build:.1} s");
+    let (store_bm25, _) = timed(&words, |q| {
+        store.lexical_ranking(q, DEPTH, None).unwrap_or_default()
+    });
+    println!(
+        "| {rows} | BM25 | – | {:.2} / {:.2} | – | – |",
+        store_bm25.0, store_bm25.1
+    );
+    Ok(())
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let url = args
+        .first()
+        .ok_or("usage: store_scale URL [SIZES] [QUERIES]")?;
+    let sizes: Vec<u32> = args.get(1).map_or(Ok(vec![100_000]), |list| {
+        list.split(',').map(str::parse).collect::<Result<_, _>>()
+    })?;
+    let query_count: usize = args.get(2).map_or(Ok(100), |n| n.parse())?;
+    let example = Index::open(example_index())?;
+    println!(
+        "| chunks | search | folder p50 / p99 ms | store p50 / p99 ms | store ÷ folder (p50) | recall@{RECALL_AT}, folder / store |"
+    );
+    println!("| ---: | --- | ---: | ---: | ---: | ---: |");
+    for &rows in &sizes {
+        measure(url, &example, rows, query_count)?;
+    }
+    Ok(())
+}
