@@ -6,7 +6,8 @@
 //! model), then synthetic chunks are written beside it: documents of 50 chunks scattered around
 //! their own random direction (as `scar-retrieve`'s `hnsw_search` example makes them), each
 //! chunk 100 words drawn from its document's 40 topic words and a shared Zipf-like vocabulary.
-//! Each query is a noisier point near one document's direction and five of its topic words.
+//! Each query is a noisier point near one document's direction, and four of its topic words
+//! with three of the shared vocabulary's.
 //! The folder side runs `exact_top_k` and an `HnswGraph` over the same vectors in memory.
 
 use std::collections::HashSet;
@@ -177,7 +178,7 @@ fn write(url: &str, data: &Synthetic, dimension: usize) -> Result<f64, Box<dyn s
     Ok(data.texts.len() as f64 / started.elapsed().as_secs_f64())
 }
 
-/// `count` queries, each near one document: its vector, and five of its topic words.
+/// `count` queries, each near one document: its vector, and words (see below).
 fn queries(data: &Synthetic, count: usize) -> (Vec<Vec<f32>>, Vec<String>) {
     let mut next = uniform_stream(7);
     let documents = data.directions.len();
@@ -190,8 +191,11 @@ fn queries(data: &Synthetic, count: usize) -> (Vec<Vec<f32>>, Vec<String>) {
         .iter()
         .enumerate()
         .map(|(i, &d)| {
-            (0..5)
-                .map(|j| topic_word(d, (i * 5 + j * 7) % TOPIC_WORDS))
+            // Three words of the shared vocabulary, as a question's common words, and four of
+            // the document's own.
+            (0..3)
+                .map(|_| common_word(&mut next))
+                .chain((0..4).map(|j| topic_word(d, (i * 5 + j * 7) % TOPIC_WORDS)))
                 .collect::<Vec<_>>()
                 .join(" ")
         })

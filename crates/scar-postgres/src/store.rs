@@ -283,28 +283,32 @@ fn counted(row: &Row) -> Counted {
     }
 }
 
-/// BM25 over the stored words, the filter `among` (an `AND` clause) added: each of the
-/// question's words (`$1`, space-separated) weighs its inverse document frequency among the
-/// `$3` chunks, its count in the chunk saturates, and the chunk's length in words is set
-/// against the mean (`$4`); the best `$2`, ties by id.
+/// BM25 over the stored words, the filter `among` (an `AND` clause on `id`) applied last:
+/// each of the question's words (`$1`, space-separated) weighs its inverse document frequency
+/// among the `$3` chunks, its count in the chunk saturates, and the chunk's length in words is
+/// set against the mean (`$4`); the best `$2`, ties by id. Every chunk holding a word of the
+/// question is a candidate, so a word's document frequency is counted among the candidates;
+/// each candidate's vector is cut to the question's words (marked, then filtered by the mark)
+/// before it is unnested: a chunk holds a hundred words, a question a few.
 fn bm25(among: &str) -> String {
     format!(
         "WITH terms AS (
-             SELECT DISTINCT lexeme FROM unnest(to_tsvector('simple', $1))
-         ), weights AS (
-             SELECT lexeme, ln(1 + ($3::float8 - df + 0.5) / (df + 0.5)) AS idf FROM terms,
-                 LATERAL (SELECT count(*)::float8 AS df FROM scar_chunks
-                          WHERE lexical @@ quote_literal(lexeme)::tsquery) counted
+             SELECT array_agg(DISTINCT lexeme) AS list FROM unnest(to_tsvector('simple', $1))
+         ), hits AS (
+             SELECT c.id, c.words, f.lexeme, f.tf FROM terms, scar_chunks c
+             CROSS JOIN LATERAL (
+                 SELECT u.lexeme, array_length(u.positions, 1)::float8 AS tf
+                 FROM unnest(ts_filter(setweight(c.lexical, 'A', terms.list), '{{a}}')) u) f
+             WHERE c.lexical @@ (SELECT string_agg(quote_literal(word), ' | ')::tsquery
+                                 FROM unnest(terms.list) word)
+         ), weighted AS (
+             SELECT id, words, tf, ln(1 + ($3::float8 - df + 0.5) / (df + 0.5)) AS idf
+             FROM (SELECT *, count(*) OVER (PARTITION BY lexeme)::float8 AS df FROM hits) counted
          )
-         SELECT c.id, sum(w.idf * f.tf * {saturation}
-                          / (f.tf + {BM25_K1} * ({keep} + {BM25_B} * c.words / $4::float8)))::float8
-         FROM scar_chunks c
-         CROSS JOIN LATERAL (SELECT u.lexeme, array_length(u.positions, 1)::float8 AS tf
-                             FROM unnest(c.lexical) u) f
-         JOIN weights w ON w.lexeme = f.lexeme
-         WHERE c.lexical @@ (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery FROM terms)
-             {among}
-         GROUP BY c.id ORDER BY 2 DESC, c.id LIMIT $2",
+         SELECT id, sum(idf * tf * {saturation}
+                        / (tf + {BM25_K1} * ({keep} + {BM25_B} * words / $4::float8)))::float8
+         FROM weighted WHERE true {among}
+         GROUP BY id ORDER BY 2 DESC, id LIMIT $2",
         saturation = BM25_K1 + 1.0,
         keep = 1.0 - BM25_B,
     )
@@ -412,7 +416,7 @@ impl ChunkStore for PgStore {
             None => self.ranked("", &bm25(""), &[&words, &limit, &chunks, &mean_words])?,
             Some(among) => self.ranked(
                 "",
-                &bm25("AND c.id = ANY($5)"),
+                &bm25("AND id = ANY($5)"),
                 &[&words, &limit, &chunks, &mean_words, &ids(among)],
             )?,
         })

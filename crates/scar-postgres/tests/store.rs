@@ -297,6 +297,32 @@ fn errors_name_the_server_and_what_to_do_without_the_password() {
     assert!(error.to_string().contains("does not exist"), "{error}");
 }
 
+/// Whether the replica has replayed the primary's log to where it ends now, within 30 s
+/// (commits are not waited for on the test server, so its insert position, not its write
+/// position).
+fn replayed(primary: &str, replica: &str) -> bool {
+    let mut primary = postgres::Client::connect(primary, postgres::NoTls).unwrap();
+    let now: String = primary
+        .query_one("SELECT pg_current_wal_insert_lsn()::text", &[])
+        .unwrap()
+        .get(0);
+    let started = std::time::Instant::now();
+    loop {
+        let done = postgres::Client::connect(replica, postgres::NoTls)
+            .and_then(|mut client| {
+                client.query_one(
+                    "SELECT pg_last_wal_replay_lsn() >= $1::text::pg_lsn",
+                    &[&now],
+                )
+            })
+            .is_ok_and(|row| row.get::<_, bool>(0));
+        if done || started.elapsed().as_secs() > 30 {
+            return done;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn a_replica_serves_what_the_primary_committed_and_takes_no_writes() {
     let Some(url) = postgres_database("replica") else {
@@ -306,29 +332,10 @@ fn a_replica_serves_what_the_primary_committed_and_takes_no_writes() {
         return;
     };
     publish_example(&url);
-    // The replica has caught up once it has replayed the primary's log to its end now (commits
-    // are not waited for on the test server, so its insert position, not its write position).
-    let mut primary = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-    let now: String = primary
-        .query_one("SELECT pg_current_wal_insert_lsn()::text", &[])
-        .unwrap()
-        .get(0);
-    let started = std::time::Instant::now();
-    let caught_up = loop {
-        let done = postgres::Client::connect(&replica, postgres::NoTls)
-            .and_then(|mut client| {
-                client.query_one(
-                    "SELECT pg_last_wal_replay_lsn() >= $1::text::pg_lsn",
-                    &[&now],
-                )
-            })
-            .is_ok_and(|row| row.get::<_, bool>(0));
-        if done || started.elapsed().as_secs() > 30 {
-            break done;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
-    assert!(caught_up, "the replica did not catch up in 30 s");
+    assert!(
+        replayed(&url, &replica),
+        "the replica did not catch up in 30 s"
+    );
     let embedder = Arc::new(minilm());
     let from_primary =
         Retriever::with_store(Arc::clone(&embedder), PgStore::open(&url).unwrap()).unwrap();
@@ -370,6 +377,32 @@ fn a_replica_serves_what_the_primary_committed_and_takes_no_writes() {
     .unwrap_err();
     assert!(matches!(error, StoreError::Refused { .. }), "{error}");
     assert!(error.to_string().contains("read-only"), "{error}");
+
+    // A replica behind its primary serves the state it has replayed, whole, then catches up.
+    let mut standby = postgres::Client::connect(&replica, postgres::NoTls).unwrap();
+    standby
+        .batch_execute("SELECT pg_wal_replay_pause()")
+        .unwrap();
+    let report = publish(
+        &index,
+        &url,
+        &[],
+        HnswSetting::Keep,
+        &mut |_, _| {},
+        &cancel,
+    )
+    .unwrap();
+    assert_eq!(report.published, 1);
+    let files = |store: &str| PgStore::open(store).unwrap().summary().unwrap().files;
+    assert_eq!((files(&url), files(&replica)), (5, 4));
+    standby
+        .batch_execute("SELECT pg_wal_replay_resume()")
+        .unwrap();
+    assert!(
+        replayed(&url, &replica),
+        "the replica did not catch up in 30 s"
+    );
+    assert_eq!(files(&replica), 5);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
