@@ -7,6 +7,52 @@ use scar_test_support::{postgres_database, postgres_shards};
 
 use crate::common::{fails_with, rfc_index, run, scar, workspace};
 
+/// The first seed of a search for the kayak fee is the ferry handbook's paragraph on it.
+fn assert_kayak_fee_first(report: &serde_json::Value) {
+    let seed = &report["ledger"]["seeds"][0]["id"];
+    let place = report["places"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|place| &place["id"] == seed)
+        .unwrap();
+    assert!(
+        place["document"]
+            .as_str()
+            .unwrap()
+            .ends_with("ferry-handbook.md"),
+        "{report}"
+    );
+    assert_eq!(place["ordinal"], 3, "{report}");
+}
+
+/// `scar --store URL search --json` for the kayak fee, run in `dir`: the report.
+fn search_kayak_fee(dir: &std::path::Path, url: &str) -> serde_json::Value {
+    let output = run(scar(dir).args([
+        "--store",
+        url,
+        "search",
+        "What does it cost to take my kayak on the ferry?",
+        "--json",
+    ]));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// The index folder `dir`, published to the store at `url`.
+fn published(dir: &std::path::Path, url: &str) -> scar_index::Index {
+    let index = scar_index::Index::open(dir).unwrap();
+    scar_postgres::publish(
+        &index,
+        url,
+        &[],
+        scar_index::HnswSetting::Keep,
+        &mut |_, _| {},
+        &std::sync::atomic::AtomicBool::new(false),
+    )
+    .unwrap();
+    index
+}
+
 #[test]
 fn shells_index_into_one_store_at_once_and_another_searches_it() {
     let Some(url) = postgres_database("cli") else {
@@ -73,30 +119,8 @@ fn shells_index_into_one_store_at_once_and_another_searches_it() {
 
     // A fourth shell, with no index folder, searches what the three wrote.
     let nowhere = base.path().join("no-index-here");
-    let output = run(scar(&nowhere).args([
-        "--store",
-        &url,
-        "search",
-        "What does it cost to take my kayak on the ferry?",
-        "--json",
-    ]));
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    // The first seed is the kayak fee's paragraph.
-    let seed = &report["ledger"]["seeds"][0]["id"];
-    let place = report["places"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|place| &place["id"] == seed)
-        .unwrap();
-    assert!(
-        place["document"]
-            .as_str()
-            .unwrap()
-            .ends_with("ferry-handbook.md"),
-        "{report}"
-    );
-    assert_eq!(place["ordinal"], 3, "{report}");
+    let report = search_kayak_fee(&nowhere, &url);
+    assert_kayak_fee_first(&report);
     assert!(!nowhere.exists());
 
     // And sees what the store holds, and a chunk of it.
@@ -105,7 +129,10 @@ fn shells_index_into_one_store_at_once_and_another_searches_it() {
     assert_eq!(summary["files"], 4, "{summary}");
     assert_eq!(summary["hnsw"]["expansion_search"], 256, "{summary}");
     assert_eq!(summary["chunks"].as_i64().unwrap(), chunks, "{summary}");
-    let seed = seed.as_u64().unwrap().to_string();
+    let seed = report["ledger"]["seeds"][0]["id"]
+        .as_u64()
+        .unwrap()
+        .to_string();
     let output = run(scar(&nowhere).args(["--store", &url, "inspect", "--chunk", &seed]));
     let shown = String::from_utf8_lossy(&output.stdout);
     assert!(
@@ -151,16 +178,7 @@ fn the_http_server_serves_a_store() {
     let Some(url) = postgres_database("cli_serve") else {
         return;
     };
-    let index = scar_index::Index::open(crate::common::example_index()).unwrap();
-    scar_postgres::publish(
-        &index,
-        &url,
-        &[],
-        scar_index::HnswSetting::Keep,
-        &mut |_, _| {},
-        &std::sync::atomic::AtomicBool::new(false),
-    )
-    .unwrap();
+    let index = published(crate::common::example_index(), &url);
     let (running, address) =
         crate::serve::start(scar(std::path::Path::new("/nonexistent")).args(["--store", &url]));
     let indexes = crate::serve::get_json(&format!("http://{address}/v1/indexes"));
@@ -178,14 +196,7 @@ fn the_http_server_serves_a_store() {
         .unwrap()
         .into_json()
         .unwrap();
-    let seed = &report["ledger"]["seeds"][0]["id"];
-    let place = report["places"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|place| &place["id"] == seed)
-        .unwrap();
-    assert_eq!(place["ordinal"], 3, "{report}");
+    assert_kayak_fee_first(&report);
     drop(running);
 }
 
@@ -194,16 +205,7 @@ fn eval_over_the_store_scores_what_the_folder_index_scores() {
     let Some(url) = postgres_database("eval") else {
         return;
     };
-    let index = scar_index::Index::open(rfc_index()).unwrap();
-    scar_postgres::publish(
-        &index,
-        &url,
-        &[],
-        scar_index::HnswSetting::Keep,
-        &mut |_, _| {},
-        &std::sync::atomic::AtomicBool::new(false),
-    )
-    .unwrap();
+    published(rfc_index(), &url);
     let out = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let eval = |folder: &std::path::Path, store: &[&str], name: &str| -> serde_json::Value {
         let output = run(scar(folder)
@@ -289,30 +291,8 @@ fn a_store_on_shards_is_indexed_and_searched_through_its_coordinator() {
     let output = run(scar(&nowhere).args(["--store", &url, "inspect"]));
     let shown = String::from_utf8_lossy(&output.stdout);
     assert!(shown.contains("chunks on 2 shards"), "{shown}");
-    let output = run(scar(&nowhere).args([
-        "--store",
-        &url,
-        "search",
-        "What does it cost to take my kayak on the ferry?",
-        "--json",
-    ]));
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    // The first seed is the kayak fee's paragraph, as on one server.
-    let seed = &report["ledger"]["seeds"][0]["id"];
-    let place = report["places"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|place| &place["id"] == seed)
-        .unwrap();
-    assert!(
-        place["document"]
-            .as_str()
-            .unwrap()
-            .ends_with("ferry-handbook.md"),
-        "{report}"
-    );
-    assert_eq!(place["ordinal"], 3, "{report}");
+    let report = search_kayak_fee(&nowhere, &url);
+    assert_kayak_fee_first(&report);
     fails_with(
         scar(&nowhere).args(["index", "--shard", &shards[0], "."]),
         "name the store too",

@@ -20,7 +20,7 @@ use scar_core::ChunkId;
 use scar_index::{HnswGraph, HnswParams, HnswSetting, Index, exact_top_k};
 use scar_postgres::{PgStore, publish};
 use scar_retrieve::ChunkStore;
-use scar_test_support::{example_index, uniform_stream};
+use scar_test_support::{example_index, near, normalised, uniform_stream};
 
 const CHUNKS_PER_DOCUMENT: u32 = 50;
 const WORDS_PER_CHUNK: usize = 100;
@@ -30,18 +30,6 @@ const VOCABULARY: usize = 20_000;
 const DEPTH: usize = 50;
 const RECALL_AT: usize = 10;
 const ROWS_PER_INSERT: usize = 1000;
-
-fn normalised(mut vector: Vec<f32>) -> Vec<f32> {
-    let norm = scar_core::norm(&vector);
-    for x in &mut vector {
-        *x /= norm;
-    }
-    vector
-}
-
-fn near(direction: &[f32], noise: f32, next: &mut impl FnMut() -> f32) -> Vec<f32> {
-    normalised(direction.iter().map(|x| x + noise * next()).collect())
-}
 
 /// A word of the shared vocabulary, rank drawn as 1/rank (Zipf-like).
 fn common_word(next: &mut impl FnMut() -> f32) -> String {

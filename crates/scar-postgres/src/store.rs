@@ -268,7 +268,10 @@ impl PgStore {
 /// Whether `error` says the connection is gone, not that the query failed.
 fn connection_lost(error: &postgres::Error) -> bool {
     use postgres::error::SqlState;
-    error.is_closed()
+    let broken =
+        std::error::Error::source(error).is_some_and(<dyn std::error::Error>::is::<std::io::Error>);
+    broken
+        || error.is_closed()
         || error
             .code()
             .is_some_and(|code| [SqlState::ADMIN_SHUTDOWN, SqlState::CRASH_SHUTDOWN].contains(code))

@@ -16,24 +16,11 @@ use std::time::{Duration, Instant};
 
 use scar_core::ChunkId;
 use scar_index::{HnswGraph, HnswParams, Index, exact_top_k};
-use scar_test_support::uniform_stream;
+use scar_test_support::{near, normalised, uniform_stream};
 
 const CHUNKS_PER_DOCUMENT: u32 = 50;
 const QUERIES: usize = 100;
 const K: usize = 10;
-
-fn normalised(mut vector: Vec<f32>) -> Vec<f32> {
-    let norm = scar_core::norm(&vector);
-    for x in &mut vector {
-        *x /= norm;
-    }
-    vector
-}
-
-/// A point near `direction`: `noise` is the spread of the uniform noise added per dimension.
-fn near(direction: &[f32], noise: f32, next: &mut impl FnMut() -> f32) -> Vec<f32> {
-    normalised(direction.iter().map(|x| x + noise * next()).collect())
-}
 
 fn median_ms(mut samples: Vec<Duration>) -> f64 {
     samples.sort();

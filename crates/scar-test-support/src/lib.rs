@@ -144,6 +144,22 @@ pub fn uniform_stream(mut state: u64) -> impl FnMut() -> f32 {
     }
 }
 
+/// `vector` scaled to unit length.
+#[must_use]
+pub fn normalised(mut vector: Vec<f32>) -> Vec<f32> {
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    for x in &mut vector {
+        *x /= norm;
+    }
+    vector
+}
+
+/// A unit vector near `direction`: `noise` is the spread of the uniform noise added to each
+/// value, drawn from `next` (a [`uniform_stream`]).
+pub fn near(direction: &[f32], noise: f32, next: &mut impl FnMut() -> f32) -> Vec<f32> {
+    normalised(direction.iter().map(|x| x + noise * next()).collect())
+}
+
 /// The database at `database` (a URL [`postgres_database`] gave) as the test server's streaming
 /// replica serves it (`SCAR_TEST_POSTGRES_REPLICA`, which `scripts/test` sets); or `None`, said,
 /// when no replica is named and none is required.
