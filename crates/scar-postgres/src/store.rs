@@ -46,18 +46,24 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most candidates pgvector's HNSW search keeps (its `hnsw.ef_search` limit).
 const MAX_EF_SEARCH: usize = 1000;
 
-/// How long a count of the store's chunks is trusted: writers on other machines add and
-/// remove chunks while it is searched.
+/// How long a count of the store's chunks is trusted at least: writers on other machines add
+/// and remove chunks while it is searched.
 const COUNT_LIFETIME: Duration = Duration::from_secs(1);
+
+/// A count is trusted this many times as long as it took, so that counting a large store
+/// (a scan) takes at most a hundredth of the time spent searching it.
+const COUNT_COST_SHARE: u32 = 100;
 
 /// BM25's term-frequency saturation and length normalisation, tantivy's defaults.
 const BM25_K1: f64 = 1.2;
 const BM25_B: f64 = 0.75;
 
-/// The chunks stored and their mean length in words, when they were counted.
+/// The chunks stored and their mean length in words, when they were counted and for how long
+/// the count is trusted.
 #[derive(Debug, Clone, Copy)]
 struct Counted {
     at: Instant,
+    lifetime: Duration,
     chunks: usize,
     mean_words: f64,
 }
@@ -108,7 +114,8 @@ impl PgStore {
         }
         let meta = schema::read(&mut transaction, url)?
             .ok_or_else(|| StoreError::NoStore { url: redacted(url) })?;
-        let counted = counted(&transaction.query_one(COUNT, &[]).map_err(failed)?);
+        let started = Instant::now();
+        let counted = counted(&transaction.query_one(COUNT, &[]).map_err(failed)?, started);
         transaction.commit().map_err(failed)?;
         Ok(Self {
             url: url.to_owned(),
@@ -208,18 +215,19 @@ impl PgStore {
             .collect())
     }
 
-    /// The chunks stored and their mean length, counted again once the last count is a second
-    /// old; a count that fails keeps the last.
+    /// The chunks stored and their mean length, counted again once the last count has lived
+    /// its time; a count that fails keeps the last.
     fn counts(&self) -> Counted {
         let mut counted = self
             .counted
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if counted.at.elapsed() > COUNT_LIFETIME
+        let started = Instant::now();
+        if counted.at.elapsed() > counted.lifetime
             && let Ok(rows) = self.query(COUNT, &[])
             && let Some(row) = rows.first()
         {
-            *counted = self::counted(row);
+            *counted = self::counted(row, started);
         }
         *counted
     }
@@ -277,10 +285,11 @@ fn connection_lost(error: &postgres::Error) -> bool {
             .is_some_and(|code| [SqlState::ADMIN_SHUTDOWN, SqlState::CRASH_SHUTDOWN].contains(code))
 }
 
-/// A count read with [`COUNT`], as of now.
-fn counted(row: &Row) -> Counted {
+/// A count read with [`COUNT`], as of now, begun at `started`.
+fn counted(row: &Row, started: Instant) -> Counted {
     Counted {
         at: Instant::now(),
+        lifetime: COUNT_LIFETIME.max(started.elapsed() * COUNT_COST_SHARE),
         chunks: usize::try_from(row.get::<_, i64>(0)).unwrap_or(0),
         mean_words: row.get(1),
     }
@@ -348,7 +357,8 @@ impl ChunkStore for PgStore {
         self.meta.chunker
     }
 
-    /// Counted again once the last count is a second old.
+    /// Counted again once the last count is a second old (longer for a store that takes long
+    /// to count).
     fn len(&self) -> usize {
         self.counts().chunks
     }
