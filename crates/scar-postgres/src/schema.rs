@@ -250,12 +250,9 @@ pub(crate) fn create_or_check(
     match version(transaction, url)? {
         None => {
             transaction
-                .batch_execute(&format!(
-                    "CREATE TABLE scar_meta (key text PRIMARY KEY, value text NOT NULL); {}",
-                    tables(model.dimension)
-                ))
+                .batch_execute(&tables(model.dimension))
                 .map_err(failed)?;
-            record(transaction, url, "model", model)?;
+            create_records(transaction, url, model, chunker)?;
         }
         // Version 1 did not record its chunker: the first writer of version 2 records its own.
         // Its lexical words were English stems: cut again here as nearly as SQL can (runs of
@@ -277,12 +274,11 @@ pub(crate) fn create_or_check(
                      CREATE INDEX scar_chunks_lexical ON scar_chunks USING gin (lexical);",
                 )
                 .map_err(failed)?;
+            record(transaction, url, "chunker", chunker)?;
+            record(transaction, url, "schema_version", &SCHEMA_VERSION)?;
         }
         Some(_) => {
-            let meta = read(transaction, url)?.ok_or(StoreError::Metadata {
-                url: crate::redacted(url),
-                what: "its records",
-            })?;
+            let meta = existing(transaction, url)?;
             if meta.model.id != model.id || meta.model.dimension != model.dimension {
                 let (store_model, model) = meta.model.names_against(model);
                 return Err(StoreError::ModelMismatch {
@@ -301,8 +297,26 @@ pub(crate) fn create_or_check(
             return Ok(meta);
         }
     }
+    existing(transaction, url)
+}
+
+/// Creates a new store's records, saying what it holds, at this build's version.
+pub(crate) fn create_records(
+    transaction: &mut Transaction<'_>,
+    url: &str,
+    model: &ModelInfo,
+    chunker: &ChunkerConfig,
+) -> Result<()> {
+    transaction
+        .batch_execute("CREATE TABLE scar_meta (key text PRIMARY KEY, value text NOT NULL)")
+        .map_err(|e| StoreError::from_client(url, e))?;
+    record(transaction, url, "model", model)?;
     record(transaction, url, "chunker", chunker)?;
-    record(transaction, url, "schema_version", &SCHEMA_VERSION)?;
+    record(transaction, url, "schema_version", &SCHEMA_VERSION)
+}
+
+/// The records of a store known to be there; missing ones are damage.
+pub(crate) fn existing(transaction: &mut Transaction<'_>, url: &str) -> Result<Meta> {
     read(transaction, url)?.ok_or(StoreError::Metadata {
         url: crate::redacted(url),
         what: "its records",

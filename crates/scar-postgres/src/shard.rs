@@ -22,7 +22,7 @@ use postgres::config::Host;
 use scar_embed::ModelInfo;
 use scar_index::ChunkerConfig;
 
-use crate::schema::{self, ChunksLayout, SCHEMA_VERSION};
+use crate::schema::{self, ChunksLayout};
 use crate::store::connect;
 use crate::{Result, StoreError, redacted};
 
@@ -49,10 +49,7 @@ pub fn create_sharded(
     let mut transaction = client.transaction().map_err(failed)?;
     schema::lock(&mut transaction, coordinator)?;
     if schema::version(&mut transaction, coordinator)?.is_some() {
-        let meta = schema::read(&mut transaction, coordinator)?.ok_or(StoreError::Metadata {
-            url: redacted(coordinator),
-            what: "its records",
-        })?;
+        let meta = schema::existing(&mut transaction, coordinator)?;
         return if meta.shards == named {
             Ok(())
         } else {
@@ -74,7 +71,6 @@ pub fn create_sharded(
     for (at, shard) in shards.iter().enumerate() {
         ddl.push_str(&foreign_server(at, shard)?);
     }
-    ddl.push_str("CREATE TABLE scar_meta (key text PRIMARY KEY, value text NOT NULL);");
     ddl.push_str(schema::FILES_AND_DOCUMENTS);
     ddl.push_str(&schema::chunks_table(
         model.dimension,
@@ -90,15 +86,8 @@ pub fn create_sharded(
         );
     }
     transaction.batch_execute(&ddl).map_err(failed)?;
-    schema::record(&mut transaction, coordinator, "model", model)?;
-    schema::record(&mut transaction, coordinator, "chunker", chunker)?;
+    schema::create_records(&mut transaction, coordinator, model, chunker)?;
     schema::record(&mut transaction, coordinator, "shards", &named)?;
-    schema::record(
-        &mut transaction,
-        coordinator,
-        "schema_version",
-        &SCHEMA_VERSION,
-    )?;
     transaction.commit().map_err(failed)
 }
 

@@ -85,7 +85,15 @@ impl std::fmt::Debug for PgStore {
         f.debug_struct("PgStore")
             .field("url", &redacted(&self.url))
             .field("model", &self.meta.model.id)
-            .field("chunks", &ChunkStore::len(self))
+            // The last count: showing the store must not query it.
+            .field(
+                "chunks",
+                &self
+                    .counted
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .chunks,
+            )
             .finish_non_exhaustive()
     }
 }
@@ -295,7 +303,7 @@ fn counted(row: &Row, started: Instant) -> Counted {
     }
 }
 
-/// BM25 over the stored words, the filter `among` (an `AND` clause on `id`) applied last:
+/// BM25 over the stored words, the filter `among` (a `WHERE` clause on `id`) applied last:
 /// each of the question's words (`$1`, space-separated) weighs its inverse document frequency
 /// among the `$3` chunks, its count in the chunk saturates, and the chunk's length in words is
 /// set against the mean (`$4`); the best `$2`, ties by id. Every chunk holding a word of the
@@ -319,7 +327,7 @@ fn bm25(among: &str) -> String {
          )
          SELECT id, sum(idf * tf * {saturation}
                         / (tf + {BM25_K1} * ({keep} + {BM25_B} * words / $4::float8)))::float8
-         FROM weighted WHERE true {among}
+         FROM weighted {among}
          GROUP BY id ORDER BY 2 DESC, id LIMIT $2",
         saturation = BM25_K1 + 1.0,
         keep = 1.0 - BM25_B,
@@ -429,7 +437,7 @@ impl ChunkStore for PgStore {
             None => self.ranked("", &bm25(""), &[&words, &limit, &chunks, &mean_words])?,
             Some(among) => self.ranked(
                 "",
-                &bm25("AND id = ANY($5)"),
+                &bm25("WHERE id = ANY($5)"),
                 &[&words, &limit, &chunks, &mean_words, &ids(among)],
             )?,
         })
