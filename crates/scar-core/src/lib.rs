@@ -61,7 +61,7 @@ pub enum Side {
 pub enum SeamKind {
     /// No thought ends at the cut: inside a sentence, a list or a table, or after a heading line.
     MidSentence,
-    /// After a sentence's final `.`, `!` or `?`, within a paragraph.
+    /// After a sentence's final mark (`.`, `!`, `?`, `。`, `！`, `？`, `।`, `॥`), within a paragraph.
     SentenceEnd,
     /// At a blank line between paragraphs.
     ParagraphBreak,

@@ -26,6 +26,8 @@ pub struct EmbedOptions {
     pub batch_size: usize,
     /// Overrides the model's query instruction (`Some("")` removes it).
     pub query_prefix: Option<String>,
+    /// Overrides the model's passage instruction (`Some("")` removes it).
+    pub passage_prefix: Option<String>,
 }
 
 impl EmbedOptions {
@@ -40,6 +42,19 @@ impl EmbedOptions {
     }
 }
 
+impl EmbedOptions {
+    /// These options with the query and passage instructions `model` records: a model loaded
+    /// for an index embeds as the index was built, whatever the model's current defaults.
+    #[must_use]
+    pub fn with_instructions_of(&self, model: &ModelInfo) -> Self {
+        Self {
+            query_prefix: Some(model.query_prefix.clone()),
+            passage_prefix: Some(model.passage_prefix.clone()),
+            ..self.clone()
+        }
+    }
+}
+
 impl Default for EmbedOptions {
     fn default() -> Self {
         Self {
@@ -48,6 +63,7 @@ impl Default for EmbedOptions {
             batch_tokens: 16_384,
             batch_size: 64,
             query_prefix: None,
+            passage_prefix: None,
         }
     }
 }
@@ -63,20 +79,38 @@ pub struct ModelInfo {
     pub pooling: Pooling,
     /// Inputs are truncated at this many tokens, special tokens included.
     pub max_tokens: usize,
-    /// Prepended to queries, never to passages.
+    /// Prepended to queries.
     pub query_prefix: String,
+    /// Prepended to passages (chunks) before they are embedded; empty for most models.
+    #[serde(default)]
+    pub passage_prefix: String,
 }
 
 impl ModelInfo {
+    /// Whether vectors embedded by `other` can be compared with vectors embedded by `self`: the
+    /// same model, vector length and passage instruction.
+    #[must_use]
+    pub fn embeds_like(&self, other: &Self) -> bool {
+        self.id == other.id
+            && self.dimension == other.dimension
+            && self.passage_prefix == other.passage_prefix
+    }
+
     /// How to name `self` and `other` in a message saying that they differ: their ids, with
-    /// their dimensions when the ids are the same.
+    /// their dimensions or passage instructions when the ids are the same.
     #[must_use]
     pub fn names_against(&self, other: &Self) -> (String, String) {
-        if self.id == other.id {
+        if self.id != other.id {
+            (self.id.clone(), other.id.clone())
+        } else if self.dimension != other.dimension {
             let name = |m: &Self| format!("{} ({} dimensions)", m.id, m.dimension);
             (name(self), name(other))
         } else {
-            (self.id.clone(), other.id.clone())
+            let name = |m: &Self| match m.passage_prefix.as_str() {
+                "" => format!("{} (no passage instruction)", m.id),
+                prefix => format!("{} (passage instruction {prefix:?})", m.id),
+            };
+            (name(self), name(other))
         }
     }
 }
@@ -134,6 +168,8 @@ pub struct Embedder {
     info: ModelInfo,
     dir: PathBuf,
     pad_id: u32,
+    /// Tokens the passage instruction adds to every passage.
+    passage_prefix_tokens: usize,
     batch_tokens: usize,
     batch_size: usize,
 }
@@ -159,8 +195,18 @@ impl Embedder {
         if let Some(prefix) = &options.query_prefix {
             traits.query_prefix.clone_from(prefix);
         }
+        if let Some(prefix) = &options.passage_prefix {
+            traits.passage_prefix.clone_from(prefix);
+        }
         let tokenizer = load_tokenizer(&dir, traits.max_tokens)?;
         let pad_id = pad_id(&tokenizer, &config);
+        let passage_prefix_tokens =
+            prefix_tokens(&tokenizer, &traits.passage_prefix).map_err(|source| {
+                EmbedError::Tokenizer {
+                    dir: dir.clone(),
+                    source,
+                }
+            })?;
         let dtype = precision.dtype(&device);
         let model_error = |source| EmbedError::Model {
             dir: dir.clone(),
@@ -175,6 +221,7 @@ impl Embedder {
             pooling: traits.pooling,
             max_tokens: traits.max_tokens,
             query_prefix: traits.query_prefix,
+            passage_prefix: traits.passage_prefix,
         };
         Ok(Self {
             model,
@@ -184,6 +231,7 @@ impl Embedder {
             info,
             dir,
             pad_id,
+            passage_prefix_tokens,
             batch_tokens: options.batch_tokens.max(1),
             batch_size: options.batch_size.max(1),
         })
@@ -219,11 +267,13 @@ impl Embedder {
         &self.tokenizer
     }
 
-    /// Tokens of text one input holds before it is truncated: the model's limit less the
-    /// special tokens the tokenizer adds around it.
+    /// Tokens of text one passage holds before it is truncated: the model's limit less the
+    /// special tokens the tokenizer adds around it and the passage instruction's tokens.
     #[must_use]
     pub fn text_token_limit(&self) -> usize {
-        self.info.max_tokens.saturating_sub(self.special_tokens())
+        self.info
+            .max_tokens
+            .saturating_sub(self.special_tokens() + self.passage_prefix_tokens)
     }
 
     /// Special tokens the tokenizer adds around one input.
@@ -249,20 +299,37 @@ impl Embedder {
     /// model's limit, where the text may have been truncated.
     #[must_use]
     pub fn count_tokens_from_embedded(&self, embedded: usize) -> Option<usize> {
-        (embedded < self.info.max_tokens).then(|| embedded.saturating_sub(self.special_tokens()))
+        (embedded < self.info.max_tokens)
+            .then(|| embedded.saturating_sub(self.special_tokens() + self.passage_prefix_tokens))
     }
 
     /// Embeds a query, with the model's query instruction prepended.
     pub fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
         let text = format!("{}{query}", self.info.query_prefix);
-        Ok(self.embed_passages(&[text.as_str()], &mut |_| {})?.data)
+        Ok(self.embed_texts(&[text.as_str()], &mut |_| {})?.data)
     }
 
-    /// Embeds passages as they are, reporting progress after each batch.
+    /// Embeds passages, with the model's passage instruction prepended (most models have
+    /// none), reporting progress after each batch. The token counts include the instruction's.
     ///
     /// Texts are sorted by length and packed so that a batch holds at most
     /// [`EmbedOptions::batch_tokens`] padded tokens: little compute is spent on padding.
     pub fn embed_passages(
+        &self,
+        texts: &[&str],
+        progress: &mut dyn FnMut(EmbedProgress),
+    ) -> Result<Embeddings> {
+        let prefix = &self.info.passage_prefix;
+        if prefix.is_empty() {
+            return self.embed_texts(texts, progress);
+        }
+        let prefixed: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
+        let prefixed: Vec<&str> = prefixed.iter().map(String::as_str).collect();
+        self.embed_texts(&prefixed, progress)
+    }
+
+    /// Embeds texts as they are.
+    fn embed_texts(
         &self,
         texts: &[&str],
         progress: &mut dyn FnMut(EmbedProgress),
@@ -377,6 +444,18 @@ pub(crate) fn pack_batches<'a>(
     batches
 }
 
+/// Tokens `prefix` adds to a text: a prefix's trailing space joins the text's first word, so it
+/// is measured before a word rather than alone.
+fn prefix_tokens(tokenizer: &Tokenizer, prefix: &str) -> tokenizers::Result<usize> {
+    const WORD: &str = "word";
+    if prefix.is_empty() {
+        return Ok(0);
+    }
+    let with = tokenizer.encode(format!("{prefix}{WORD}"), false)?.len();
+    let without = tokenizer.encode(WORD, false)?.len();
+    Ok(with.saturating_sub(without))
+}
+
 /// Loads `tokenizer.json`, replacing whatever padding and truncation it shipped with: we pad
 /// per batch ourselves, and truncate at the model's own limit.
 pub(crate) fn load_tokenizer(dir: &std::path::Path, max_tokens: usize) -> Result<Tokenizer> {
@@ -401,13 +480,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn models_that_differ_only_in_dimension_are_named_with_it() {
+    fn models_are_named_by_what_differs() {
         let model = |id: &str, dimension| ModelInfo {
             id: id.into(),
             dimension,
             pooling: Pooling::Cls,
             max_tokens: 512,
             query_prefix: String::new(),
+            passage_prefix: String::new(),
         };
         let (a, b) = model("m", 384).names_against(&model("m", 768));
         assert_eq!(
@@ -416,6 +496,20 @@ mod tests {
         );
         let (a, b) = model("m", 384).names_against(&model("n", 384));
         assert_eq!((a.as_str(), b.as_str()), ("m", "n"));
+        let prefixed = ModelInfo {
+            passage_prefix: "passage: ".into(),
+            ..model("m", 384)
+        };
+        assert!(!prefixed.embeds_like(&model("m", 384)));
+        assert!(prefixed.embeds_like(&prefixed.clone()));
+        let (a, b) = prefixed.names_against(&model("m", 384));
+        assert_eq!(
+            (a.as_str(), b.as_str()),
+            (
+                "m (passage instruction \"passage: \")",
+                "m (no passage instruction)"
+            )
+        );
     }
 
     #[test]

@@ -30,31 +30,45 @@ pub struct KnownModel {
     pub id: &'static str,
     /// Commit pinned for downloads, so every user gets the same weights.
     pub revision: &'static str,
-    /// Prefix added to queries (never to passages).
+    /// Prefix added to queries.
     pub query_prefix: &'static str,
+    /// Prefix added to passages (e5's `passage: `); empty for most models.
+    pub passage_prefix: &'static str,
 }
 
-/// Models with a pinned revision and their query instruction.
+/// Models with a pinned revision and their query and passage instructions.
 pub const KNOWN_MODELS: &[KnownModel] = &[
     KnownModel {
         id: "BAAI/bge-large-en-v1.5",
         revision: "d4aa6901d3a41ba39fb536a557fa166f842b0e09",
         query_prefix: BGE_QUERY_PREFIX,
+        passage_prefix: "",
     },
     KnownModel {
         id: "BAAI/bge-base-en-v1.5",
         revision: "a5beb1e3e68b9ab74eb54cfd186867f64f240e1a",
         query_prefix: BGE_QUERY_PREFIX,
+        passage_prefix: "",
     },
     KnownModel {
         id: "BAAI/bge-small-en-v1.5",
         revision: "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a",
         query_prefix: BGE_QUERY_PREFIX,
+        passage_prefix: "",
     },
     KnownModel {
         id: "sentence-transformers/all-MiniLM-L6-v2",
         revision: "1110a243fdf4706b3f48f1d95db1a4f5529b4d41",
         query_prefix: "",
+        passage_prefix: "",
+    },
+    // XLM-RoBERTa's vocabulary on BERT's encoder: about a hundred languages, trained with
+    // both prefixes.
+    KnownModel {
+        id: "intfloat/multilingual-e5-small",
+        revision: "614241f622f53c4eeff9890bdc4f31cfecc418b3",
+        query_prefix: "query: ",
+        passage_prefix: "passage: ",
     },
 ];
 
@@ -229,6 +243,7 @@ pub(crate) struct ModelTraits {
     pub pooling: Pooling,
     pub max_tokens: usize,
     pub query_prefix: String,
+    pub passage_prefix: String,
 }
 
 #[derive(Deserialize)]
@@ -305,25 +320,27 @@ impl ModelTraits {
         } else {
             max_positions.min(512)
         };
-        // The model's own `query` prompt wins; known models that predate prompts (BGE v1.5)
-        // carry theirs in KNOWN_MODELS.
+        // The model's own prompts win; known models that predate prompts (BGE v1.5, e5) carry
+        // theirs in KNOWN_MODELS.
         let st_config_path = files.dir.join("config_sentence_transformers.json");
-        let declared = if st_config_path.is_file() {
-            read_json::<SentenceTransformersConfig>(&st_config_path)?
-                .prompts
-                .remove("query")
+        let mut prompts = if st_config_path.is_file() {
+            read_json::<SentenceTransformersConfig>(&st_config_path)?.prompts
         } else {
-            None
+            std::collections::HashMap::new()
         };
-        let query_prefix = declared.unwrap_or_else(|| {
-            known_model(&files.name)
-                .map_or("", |m| m.query_prefix)
-                .to_owned()
-        });
+        let known = known_model(&files.name);
+        let query_prefix = prompts
+            .remove("query")
+            .unwrap_or_else(|| known.map_or("", |m| m.query_prefix).to_owned());
+        let passage_prefix = prompts
+            .remove("passage")
+            .or_else(|| prompts.remove("document"))
+            .unwrap_or_else(|| known.map_or("", |m| m.passage_prefix).to_owned());
         Ok(Self {
             pooling,
             max_tokens,
             query_prefix,
+            passage_prefix,
         })
     }
 }

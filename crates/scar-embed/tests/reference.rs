@@ -2,12 +2,13 @@
 //! sentence-transformers) loading the same files, written by `scripts/reference-embeddings.py`:
 //! the real `all-MiniLM-L6-v2`, and a model of BGE-large's width with random weights. The
 //! references are f32: f32 must agree to 0.9999, the default precision (bf16 on a CPU that has
-//! it) to 0.999.
+//! it) to 0.999. multilingual-e5-small is checked against the encoder of the package its weights
+//! come from (`scripts/reference-e5-embeddings.py`), in English, Hindi and Japanese.
 
 use scar_embed::{Embedder, Precision};
 use serde::Deserialize;
 
-use crate::common::{bge_large_shape_2l, cosine, minilm, minilm_in};
+use crate::common::{bge_large_shape_2l, cosine, minilm, minilm_in, multilingual_e5_small};
 
 #[derive(Deserialize)]
 struct Fixture {
@@ -92,11 +93,64 @@ fn bge_large_shape_matches_sentence_transformers() {
     assert_agrees(&embedder, &fixture, 0.9999);
 }
 
+/// The package computes with int8 activations against its four-bit weights, so agreement is
+/// to 0.999 rather than f32's 0.9999; the token counts, instructions included, must be its own.
+#[test]
+fn multilingual_e5_small_matches_its_packages_encoder_in_three_scripts() {
+    let fixture = read_fixture("multilingual-e5-small-reference.json");
+    let embedder = multilingual_e5_small(Precision::F32);
+    let info = embedder.info();
+    assert_eq!(
+        (info.dimension, info.max_tokens, info.pooling),
+        (384, fixture.max_seq_length, scar_embed::Pooling::Mean)
+    );
+    assert_eq!(
+        (info.query_prefix.as_str(), info.passage_prefix.as_str()),
+        ("query: ", "passage: ")
+    );
+    assert_eq!(
+        embedder.text_token_limit(),
+        512 - 2 - 2,
+        "<s>, </s>, and \"passage: \" take four"
+    );
+    for script in ['\u{0905}'..='\u{0939}', '\u{3041}'..='\u{30FF}'] {
+        assert!(
+            fixture
+                .cases
+                .iter()
+                .any(|c| c.text.chars().any(|ch| script.contains(&ch))),
+            "the fixture holds Hindi and Japanese"
+        );
+    }
+    assert_agrees(&embedder, &fixture, 0.999);
+    let passages: Vec<&Case> = fixture.cases.iter().filter(|c| !c.query).collect();
+    let texts: Vec<&str> = passages.iter().map(|c| c.text.as_str()).collect();
+    let ours = embedder.embed_passages(&texts, &mut |_| {}).unwrap();
+    for (i, case) in passages.iter().enumerate() {
+        assert_eq!(
+            ours.token_counts[i], case.untruncated_tokens,
+            "{:?}",
+            case.text
+        );
+        if case.text.trim().is_empty() {
+            continue; // The instruction's trailing space then stands alone, as a token.
+        }
+        assert_eq!(
+            embedder.count_tokens_from_embedded(ours.token_counts[i]),
+            Some(embedder.count_tokens(&case.text).unwrap()),
+            "the instruction's tokens are not the text's: {:?}",
+            case.text
+        );
+    }
+}
+
 #[test]
 fn the_default_precision_stays_close_to_the_f32_references() {
     let large = read_fixture("bge-large-shape-2l-reference.json");
     assert_agrees(&bge_large_shape_2l(Precision::Auto), &large, 0.999);
     assert_agrees(&minilm(), &fixture(), 0.999);
+    let e5 = read_fixture("multilingual-e5-small-reference.json");
+    assert_agrees(&multilingual_e5_small(Precision::Auto), &e5, 0.999);
 }
 
 #[test]

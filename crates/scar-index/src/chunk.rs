@@ -493,6 +493,27 @@ mod tests {
     }
 
     #[test]
+    fn japanese_and_hindi_are_cut_between_sentences() {
+        let japanese = "各当事者は三十日前に書面で通知しなければなりません。通知は本社宛てに送ります。\
+                        契約は通知の到着後に終了します！未払いの料金はどうなりますか？精算されます。";
+        let hindi = "किसी भी पक्ष को तीस दिन पहले लिखित सूचना देनी होगी। सूचना मुख्य कार्यालय को भेजी जाएगी। \
+                     सूचना मिलने के बाद अनुबंध समाप्त हो जाएगा॥ बकाया शुल्क का भुगतान किया जाएगा।";
+        // Each capacity holds the longest sentence, never two.
+        for (text, ends, capacity) in [
+            (japanese, &['。', '！', '？'][..], 30),
+            (hindi, &['।', '॥'][..], 60),
+        ] {
+            let doc = document(Format::Text, text, Vec::new());
+            let chunks = characters(capacity).chunk(&doc).unwrap();
+            assert!(chunks.len() >= 3, "{text}");
+            for chunk in &chunks {
+                let body = text[chunk.bytes.clone()].trim_end();
+                assert!(body.ends_with(ends), "cut inside a sentence: {body:?}");
+            }
+        }
+    }
+
+    #[test]
     fn every_chunk_maps_back_into_the_text() {
         let text = "Ünïcode first sentence here. Second sentence follows it.\n\nA new paragraph — with dashes.";
         let doc = document(Format::Text, text, Vec::new());

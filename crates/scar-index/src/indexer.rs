@@ -951,6 +951,7 @@ mod tests {
                 pooling: scar_embed::Pooling::Mean,
                 max_tokens: 8,
                 query_prefix: String::new(),
+                passage_prefix: String::new(),
             },
             ChunkerConfig::default(),
             VectorEncoding::F32,

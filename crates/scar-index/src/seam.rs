@@ -53,16 +53,43 @@ pub fn seam_text(
     format!("{} {}", tail.trim(), head.trim()).trim().to_owned()
 }
 
-/// Characters that may close a sentence after its final mark: quotes and brackets.
+/// Marks that end a sentence: Latin's, the ideographic full stop and full-width marks of
+/// Chinese and Japanese, and the Devanagari danda and double danda.
+const FINAL_MARKS: [char; 9] = ['.', '!', '?', '。', '｡', '！', '？', '।', '॥'];
+
+/// Whether `c` ends a sentence wherever it stands. Latin's marks end one only before a space
+/// (`e.g.`, `3.5`); these are written with no space after them, and never inside a word.
+fn ends_sentence_unspaced(c: char) -> bool {
+    FINAL_MARKS[3..].contains(&c)
+}
+
+/// Characters that may close a sentence after its final mark: quotes and brackets, Japanese's
+/// corner brackets among them.
 fn is_closer(c: char) -> bool {
-    matches!(c, '"' | '\'' | ')' | ']' | '}' | '’' | '”' | '»')
+    matches!(
+        c,
+        '"' | '\''
+            | ')'
+            | ']'
+            | '}'
+            | '’'
+            | '”'
+            | '»'
+            | '」'
+            | '』'
+            | '）'
+            | '】'
+            | '〕'
+            | '〉'
+            | '》'
+    )
 }
 
 /// Whether `chunk` ends with a sentence's final mark (perhaps followed by closing quotes or
 /// brackets).
 fn ends_sentence(chunk: &str) -> bool {
     let trimmed = chunk.trim_end().trim_end_matches(is_closer);
-    trimmed.ends_with(['.', '!', '?'])
+    trimmed.ends_with(FINAL_MARKS)
 }
 
 /// Whether `gap` holds an empty line: two line breaks with only spaces between them.
@@ -80,19 +107,60 @@ fn has_blank_line(gap: &str) -> bool {
 }
 
 /// Byte offsets in `text` just past each sentence end: a final mark (and its closers) followed by
-/// whitespace, or a blank line.
+/// whitespace, or by anything for the marks written without a space; or a blank line.
 fn sentence_ends(text: &str) -> impl Iterator<Item = usize> + '_ {
     text.char_indices().filter_map(move |(i, c)| {
         let next = i + c.len_utf8();
         let rest = &text[next..];
-        let mark = matches!(c, '.' | '!' | '?')
-            || (is_closer(c)
-                && text[..i]
-                    .trim_end_matches(is_closer)
-                    .ends_with(['.', '!', '?']));
+        if rest.starts_with(is_closer) {
+            return None; // The sentence ends after its closers.
+        }
+        let mark = if is_closer(c) {
+            text[..i].trim_end_matches(is_closer).chars().next_back()
+        } else {
+            Some(c)
+        };
+        let ends = mark.is_some_and(|mark| {
+            FINAL_MARKS.contains(&mark)
+                && (ends_sentence_unspaced(mark) || rest.starts_with(char::is_whitespace))
+        });
         let blank = c == '\n' && rest.trim_start_matches([' ', '\t']).starts_with('\n');
-        ((mark && rest.starts_with(char::is_whitespace)) || blank).then_some(next)
+        (ends || blank).then_some(next)
     })
+}
+
+/// Whether `c` is a letter of a script written without spaces between words (Chinese,
+/// Japanese, Thai, Lao, Khmer, Myanmar): each such letter counts as a word of its own.
+fn is_unspaced_letter(c: char) -> bool {
+    matches!(c,
+        '\u{3040}'..='\u{30FF}' // hiragana and katakana
+        | '\u{31F0}'..='\u{31FF}'
+        | '\u{3400}'..='\u{4DBF}' // CJK ideographs
+        | '\u{4E00}'..='\u{9FFF}'
+        | '\u{F900}'..='\u{FAFF}'
+        | '\u{FF66}'..='\u{FF9F}' // half-width katakana
+        | '\u{20000}'..='\u{3FFFF}'
+        | '\u{0E00}'..='\u{0EFF}' // Thai and Lao
+        | '\u{1000}'..='\u{109F}' // Myanmar
+        | '\u{1780}'..='\u{17FF}' // Khmer
+    )
+}
+
+/// Byte offsets in `text` where words start: a run of characters between spaces is one word,
+/// except that every letter of a script written without spaces starts one of its own.
+/// Punctuation stays with the word before it.
+fn word_starts(text: &str) -> impl DoubleEndedIterator<Item = usize> + '_ {
+    let mut previous = None;
+    let starts: Vec<usize> = text
+        .char_indices()
+        .filter_map(|(i, c)| {
+            let starts = !c.is_whitespace()
+                && (is_unspaced_letter(c) || previous.is_none_or(char::is_whitespace));
+            previous = Some(c);
+            starts.then_some(i)
+        })
+        .collect();
+    starts.into_iter()
 }
 
 /// The last sentence of `chunk`, or all of it when it holds one.
@@ -112,46 +180,22 @@ fn first_sentence(chunk: &str) -> &str {
     &body[..end]
 }
 
-/// The last `count` whitespace-separated words of `text`.
+/// The last `count` words of `text` (as [`word_starts`] counts them).
 fn last_words(text: &str, count: usize) -> &str {
     let text = text.trim_end();
-    let mut words = 0;
-    let mut in_word = false;
-    for (i, c) in text.char_indices().rev() {
-        if c.is_whitespace() {
-            if in_word {
-                words += 1;
-                if words == count {
-                    return &text[i + c.len_utf8()..];
-                }
-            }
-            in_word = false;
-        } else {
-            in_word = true;
-        }
+    match word_starts(text).rev().nth(count.saturating_sub(1)) {
+        Some(start) if count > 0 => &text[start..],
+        _ => text,
     }
-    text
 }
 
-/// The first `count` whitespace-separated words of `text`.
+/// The first `count` words of `text` (as [`word_starts`] counts them).
 fn first_words(text: &str, count: usize) -> &str {
     let text = text.trim_start();
-    let mut words = 0;
-    let mut in_word = false;
-    for (i, c) in text.char_indices() {
-        if c.is_whitespace() {
-            if in_word {
-                words += 1;
-                if words == count {
-                    return &text[..i];
-                }
-            }
-            in_word = false;
-        } else {
-            in_word = true;
-        }
+    match word_starts(text).nth(count) {
+        Some(end) => text[..end].trim_end(),
+        None => text,
     }
-    text
 }
 
 #[cfg(test)]
@@ -255,6 +299,48 @@ mod tests {
         );
         // At most three words on each side of the cut.
         assert_eq!(seam_text(text, &a, &b, 3), "cost 8 euros a crossing, paid");
+    }
+
+    #[test]
+    fn japanese_and_hindi_sentence_ends_are_seams() {
+        let text = "各当事者は三十日前に通知します。契約は終了します。";
+        assert_eq!(
+            kind(text, "通知します。", "契約は", &[]),
+            SeamKind::SentenceEnd
+        );
+        assert_eq!(
+            kind(text, "各当事者は", "三十日", &[]),
+            SeamKind::MidSentence
+        );
+        let quoted = "彼は「止まれ。」と言った。次の文。";
+        assert_eq!(
+            kind(quoted, "彼は「止まれ。」", "と言った", &[]),
+            SeamKind::SentenceEnd,
+            "a mark inside closing brackets ends a sentence as Latin's do"
+        );
+        let hindi = "सूचना तीस दिन पहले दी जाएगी। अनुबंध समाप्त होगा॥ अंत";
+        assert_eq!(kind(hindi, "दी जाएगी।", "अनुबंध", &[]), SeamKind::SentenceEnd);
+        assert_eq!(kind(hindi, "समाप्त होगा॥", "अंत", &[]), SeamKind::SentenceEnd);
+        assert_eq!(kind(hindi, "सूचना तीस", "दिन", &[]), SeamKind::MidSentence);
+    }
+
+    #[test]
+    fn seam_text_reads_sentences_and_words_without_spaces() {
+        let text = "前の文です。隣接するチャンクを追加します。次の文です。";
+        let (a, b) = ranges(
+            text,
+            "前の文です。隣接する",
+            "チャンクを追加します。次の文です。",
+        );
+        assert_eq!(
+            seam_text(text, &a, &b, 30),
+            "隣接する チャンクを追加します。"
+        );
+        // Each ideograph and kana is a word: at most three on each side.
+        assert_eq!(seam_text(text, &a, &b, 3), "接する チャン");
+        let hindi = "पहला वाक्य। पड़ोसी खंड को जोड़ा जाता है। अगला।";
+        let (a, b) = ranges(hindi, "पहला वाक्य। पड़ोसी खंड", "को जोड़ा जाता है। अगला।");
+        assert_eq!(seam_text(hindi, &a, &b, 30), "पड़ोसी खंड को जोड़ा जाता है।");
     }
 
     #[test]

@@ -66,9 +66,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let files = ModelLocator::from_env(models).locate(&index.manifest().model.id)?;
     let options = EmbedOptions {
         device: DeviceChoice::Cpu,
-        query_prefix: Some(index.manifest().model.query_prefix.clone()),
         ..EmbedOptions::default()
-    };
+    }
+    .with_instructions_of(&index.manifest().model);
     let embedder = Arc::new(Embedder::load(&files, &options)?);
     let folder = Retriever::with_store(Arc::clone(&embedder), index)?;
     let server = Retriever::with_store(embedder, PgStore::open(url)?)?;

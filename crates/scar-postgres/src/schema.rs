@@ -279,7 +279,7 @@ pub(crate) fn create_or_check(
         }
         Some(_) => {
             let meta = existing(transaction, url)?;
-            if meta.model.id != model.id || meta.model.dimension != model.dimension {
+            if !meta.model.embeds_like(model) {
                 let (store_model, model) = meta.model.names_against(model);
                 return Err(StoreError::ModelMismatch {
                     url: crate::redacted(url),

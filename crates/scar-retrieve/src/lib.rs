@@ -145,14 +145,11 @@ impl Retriever {
         Self::open_store(Index::open(dir)?, locator, options)
     }
 
-    /// `options` for loading the model that searches `index`: with the query instruction the
-    /// index was built with, whatever the model's current default.
+    /// `options` for loading the model that searches `index`: with the instructions the
+    /// index was built with, whatever the model's current defaults.
     #[must_use]
     pub fn embed_options_for(index: &Index, options: &EmbedOptions) -> EmbedOptions {
-        EmbedOptions {
-            query_prefix: Some(index.manifest().model.query_prefix.clone()),
-            ..options.clone()
-        }
+        options.with_instructions_of(&index.manifest().model)
     }
 
     /// Pairs an embedder with an index, checking that the index was built with that model.
@@ -173,15 +170,12 @@ impl Retriever {
 }
 
 impl<S: ChunkStore> Retriever<S> {
-    /// Loads the model `store`'s chunks were embedded with, with the query instruction they
-    /// were embedded for, and pairs it with the store.
+    /// Loads the model `store`'s chunks were embedded with, with the instructions they were
+    /// embedded with, and pairs it with the store.
     pub fn open_store(store: S, locator: &ModelLocator, options: &EmbedOptions) -> Result<Self> {
         let model = store.model();
         let files = locator.locate(&model.id)?;
-        let options = EmbedOptions {
-            query_prefix: Some(model.query_prefix.clone()),
-            ..options.clone()
-        };
+        let options = options.with_instructions_of(model);
         Self::with_store(Arc::new(Embedder::load(&files, &options)?), store)
     }
 
@@ -189,7 +183,7 @@ impl<S: ChunkStore> Retriever<S> {
     /// chunks were embedded with that model.
     pub fn with_store(embedder: Arc<Embedder>, store: S) -> Result<Self> {
         let (built, loaded) = (store.model(), embedder.info());
-        if built.id != loaded.id || built.dimension != loaded.dimension {
+        if !built.embeds_like(loaded) {
             let (index_model, model) = built.names_against(loaded);
             return Err(RetrieveError::ModelMismatch { index_model, model });
         }

@@ -149,10 +149,8 @@ impl Library {
                 let files = locator
                     .locate(&model.id)
                     .map_err(|e| ServeError::open(source, e))?;
-                let embed_options = EmbedOptions {
-                    query_prefix: Some(model.query_prefix.clone()),
-                    ..EmbedOptions::new(options.device, options.precision)
-                };
+                let embed_options = EmbedOptions::new(options.device, options.precision)
+                    .with_instructions_of(model);
                 let embedder = Arc::new(
                     Embedder::load(&files, &embed_options)
                         .map_err(|e| ServeError::open(source, e))?,

@@ -61,9 +61,7 @@ impl Writer {
     pub(crate) fn open(dir: &Path, manifest: Manifest) -> Result<Self> {
         let manifest = if IndexFile::Manifest.path(dir).is_file() {
             let existing = read_manifest(dir)?;
-            if existing.model.id != manifest.model.id
-                || existing.model.dimension != manifest.model.dimension
-            {
+            if !existing.model.embeds_like(&manifest.model) {
                 let (index_model, requested) = existing.model.names_against(&manifest.model);
                 return Err(IndexError::ModelMismatch {
                     dir: dir.to_owned(),
