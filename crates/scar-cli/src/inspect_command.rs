@@ -119,7 +119,7 @@ pub fn run(settings: &Settings, args: &InspectArgs) -> Result<ExitCode> {
 fn print_summary(index: &Index, skipped: &[Skipped]) -> Result<()> {
     let manifest = index.manifest();
     outln!(
-        "index {}\nmodel {} ({} dimensions, {:?} pooling), vectors {:?}\nchunker {:?}, capacity {}, overlap {}, headings prepended: {}\n{} documents, {} chunks",
+        "index {}\nmodel {} ({} dimensions, {:?} pooling), vectors {:?}\nchunker {:?}, capacity {}, overlap {}, headings prepended: {}; BM25 words: {}\n{} documents, {} chunks",
         index.dir().display(),
         inert(&manifest.model.id),
         manifest.model.dimension,
@@ -129,6 +129,7 @@ fn print_summary(index: &Index, skipped: &[Skipped]) -> Result<()> {
         manifest.chunker.capacity,
         manifest.chunker.overlap,
         manifest.chunker.prepend_headings,
+        manifest.analyzer.label(),
         index.documents().len(),
         index.len()
     );
@@ -143,16 +144,30 @@ fn print_summary(index: &Index, skipped: &[Skipped]) -> Result<()> {
     } else {
         outln!("dense search: exact");
     }
+    let languages: Vec<String> = index
+        .languages()
+        .iter()
+        .map(|(name, count)| format!("{name} {count}"))
+        .collect();
+    if !languages.is_empty() {
+        outln!("languages: {}", languages.join(", "));
+    }
     for document in index.documents() {
         let attachment = document
             .attachment
             .as_ref()
             .map(|name| format!(" › {}", inert(name)));
+        let language = document
+            .language
+            .as_deref()
+            .and_then(scar_index::language_name)
+            .map(|name| format!("  ({name})"));
         outln!(
-            "  {:>6} chunks  {}{}",
+            "  {:>6} chunks  {}{}{}",
             document.chunk_count,
             inert(&display_path(&document.path)),
-            attachment.unwrap_or_default()
+            attachment.unwrap_or_default(),
+            language.unwrap_or_default()
         );
     }
     if !skipped.is_empty() {
@@ -218,11 +233,12 @@ fn inspect_store(url: &str, args: &InspectArgs) -> Result<ExitCode> {
         );
         let chunker = summary.chunker;
         outln!(
-            "chunker {:?}, capacity {}, overlap {}, headings prepended: {}",
+            "chunker {:?}, capacity {}, overlap {}, headings prepended: {}; BM25 words: {}",
             chunker.unit,
             chunker.capacity,
             chunker.overlap,
-            chunker.prepend_headings
+            chunker.prepend_headings,
+            summary.analyzer.label()
         );
         outln!(
             "{} files, {} documents, {} chunks",

@@ -57,11 +57,12 @@ pub use indexer::{
     HnswSetting, IndexOptions, IndexProgress, IndexReport, index_paths, indexing_model,
 };
 pub use load::{
-    Attachment, Format, Heading, LoadError, LoadOptions, LoadedDocument, load_bytes, load_document,
+    Attachment, Format, Heading, LoadError, LoadOptions, LoadedDocument, detect_language,
+    language_name, load_bytes, load_document,
 };
 pub use salvage::Salvage;
 pub use seam::{seam_kind, seam_text};
-pub use search::{bm25_words, exact_top_k};
+pub use search::{Analyzer, exact_top_k};
 pub use skip_list::{Skipped, skipped_files};
 pub use store::{
     Catalog, ChunkView, DocumentEntry, Index, Manifest, VectorEncoding, document_name,

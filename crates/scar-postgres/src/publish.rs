@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use pgvector::Vector;
 use postgres::{Client, Transaction};
 use scar_core::{ChunkId, Side};
-use scar_index::{DocumentEntry, HnswParams, HnswSetting, Index, Skipped};
+use scar_index::{Analyzer, DocumentEntry, HnswParams, HnswSetting, Index, Skipped};
 
 use crate::store::{connect, int, seam_name};
 use crate::{Result, StoreError, schema};
@@ -98,7 +98,7 @@ pub fn publish(
         if held.get(*path).is_some_and(|(held, _)| held == hash) {
             report.unchanged += 1;
         } else {
-            match write_file(&mut client, url, index, path, documents)? {
+            match write_file(&mut client, url, index, meta.analyzer, path, documents)? {
                 Some(chunks) => {
                     report.published += 1;
                     report.chunks += chunks;
@@ -183,6 +183,7 @@ fn write_file(
     client: &mut Client,
     url: &str,
     index: &Index,
+    analyzer: Analyzer,
     path: &str,
     documents: &[&DocumentEntry],
 ) -> Result<Option<usize>> {
@@ -222,7 +223,7 @@ fn write_file(
         let rows: Vec<u32> =
             (document.first_row..document.first_row + document.chunk_count).collect();
         for batch in rows.chunks(ROWS_PER_INSERT) {
-            insert_chunks(&mut transaction, url, index, id, batch)?;
+            insert_chunks(&mut transaction, url, index, analyzer, id, batch)?;
         }
         chunks += rows.len();
     }
@@ -230,11 +231,13 @@ fn write_file(
     Ok(Some(chunks))
 }
 
-/// Inserts the index's `rows` as chunks of document `document`, in one statement.
+/// Inserts the index's `rows` as chunks of document `document`, in one statement, their words
+/// cut by the store's `analyzer`.
 fn insert_chunks(
     transaction: &mut Transaction<'_>,
     url: &str,
     index: &Index,
+    analyzer: Analyzer,
     document: i32,
     rows: &[u32],
 ) -> Result<()> {
@@ -260,7 +263,7 @@ fn insert_chunks(
         columns
             .embedding
             .push(Vector::from(index.embedding(id).to_vec()));
-        let words = scar_index::bm25_words(&format!("{} {}", chunk.heading_path, chunk.text));
+        let words = analyzer.words(&format!("{} {}", chunk.heading_path, chunk.text));
         columns.word_count.push(count(words.len()));
         columns.words.push(words.join(" "));
     }

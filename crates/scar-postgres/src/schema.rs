@@ -4,11 +4,13 @@
 //! Versions: 1, the tables below, with English stems as the lexical words; 2, the chunker
 //! recorded beside the model, the lexical words as BM25 reads them in a folder index and their
 //! number, and the optional HNSW index on the vectors, with its parameters recorded. A writer
-//! upgrades a version-1 store: it records its own chunker and cuts the words again.
+//! upgrades a version-1 store: it records its own chunker and cuts the words again. A store
+//! records how its words are cut (`analyzer`, a `scar_index::Analyzer`); one that does not
+//! was cut in letter runs, as version 2 first did.
 
 use postgres::Transaction;
 use scar_embed::ModelInfo;
-use scar_index::{ChunkerConfig, HnswParams, HnswSetting};
+use scar_index::{Analyzer, ChunkerConfig, HnswParams, HnswSetting};
 
 use crate::{Result, StoreError};
 
@@ -22,6 +24,9 @@ pub(crate) struct Meta {
     pub model: ModelInfo,
     /// How its documents were cut.
     pub chunker: ChunkerConfig,
+    /// How its text is cut into the words BM25 counts; stores made before it was recorded
+    /// cut letter runs.
+    pub analyzer: Analyzer,
     /// The HNSW index on its vectors, when it has one.
     pub hnsw: Option<HnswParams>,
     /// The shard servers its chunks live on (URLs without passwords); none when they live
@@ -154,6 +159,7 @@ pub(crate) fn read(transaction: &mut Transaction<'_>, url: &str) -> Result<Optio
             Ok(Some(Meta {
                 model,
                 chunker,
+                analyzer: value(transaction, url, "analyzer")?.unwrap_or_default(),
                 hnsw: value(transaction, url, "hnsw")?,
                 shards: value(transaction, url, "shards")?.unwrap_or_default(),
             }))
@@ -312,6 +318,7 @@ pub(crate) fn create_records(
         .map_err(|e| StoreError::from_client(url, e))?;
     record(transaction, url, "model", model)?;
     record(transaction, url, "chunker", chunker)?;
+    record(transaction, url, "analyzer", &Analyzer::CURRENT)?;
     record(transaction, url, "schema_version", &SCHEMA_VERSION)
 }
 

@@ -9,7 +9,7 @@ use pgvector::Vector;
 use postgres::{Client, NoTls, Row};
 use scar_core::{ChunkId, Position, SeamKind, Side};
 use scar_embed::ModelInfo;
-use scar_index::{ChunkerConfig, HnswParams};
+use scar_index::{Analyzer, ChunkerConfig, HnswParams};
 use scar_policy::ChunkSource;
 use scar_retrieve::{ChunkStore, StoredChunk, StoredDocument};
 
@@ -27,6 +27,8 @@ pub struct StoreSummary {
     pub model: ModelInfo,
     /// How its documents were cut.
     pub chunker: ChunkerConfig,
+    /// How its text is cut into the words BM25 counts.
+    pub analyzer: Analyzer,
     /// The HNSW index on its vectors (approximate dense search), when it has one.
     pub hnsw: Option<HnswParams>,
     /// The shard servers its chunks live on (passwords left out); empty when they live beside
@@ -153,6 +155,7 @@ impl PgStore {
             schema_version: crate::SCHEMA_VERSION,
             model: self.meta.model.clone(),
             chunker: self.meta.chunker,
+            analyzer: self.meta.analyzer,
             hnsw: self.meta.hnsw,
             shards: self.meta.shards.clone(),
             files: count(0),
@@ -426,8 +429,8 @@ impl ChunkStore for PgStore {
         depth: usize,
         among: Option<&[ChunkId]>,
     ) -> scar_retrieve::Result<Vec<(ChunkId, f32)>> {
-        // The question's words as the folder index cuts them, which the stored words are.
-        let words = scar_index::bm25_words(query).join(" ");
+        // The question's words, cut as the stored words were.
+        let words = self.meta.analyzer.words(query).join(" ");
         let limit = i64::try_from(depth).unwrap_or(i64::MAX);
         let Counted {
             chunks, mean_words, ..

@@ -164,8 +164,8 @@ impl LibraryPanel {
         action
     }
 
-    /// What the open index holds: its model, documents by format, chunks, and the files it
-    /// could not read.
+    /// What the open index holds: its model, documents by format and by language, chunks, and
+    /// the files it could not read.
     fn summary_ui(&self, ui: &mut egui::Ui) {
         let Some(retriever) = &self.retriever else {
             return;
@@ -185,6 +185,14 @@ impl LibraryPanel {
                     .map(|d| { d.attachment.as_deref().map_or(d.path.as_path(), Path::new) })
             )
         ));
+        let languages: Vec<String> = index
+            .languages()
+            .iter()
+            .map(|(name, count)| format!("{name} {count}"))
+            .collect();
+        if !languages.is_empty() {
+            ui.weak(languages.join(" · "));
+        }
         match &self.skipped {
             Ok(skipped) if skipped.is_empty() => {}
             Ok(skipped) => {

@@ -10,6 +10,7 @@ mod docx;
 mod eml;
 mod epub;
 mod html;
+mod language;
 mod markdown;
 mod ocr;
 mod odt;
@@ -23,6 +24,8 @@ pub(crate) mod test_pdf;
 mod text;
 mod xls;
 mod zipped;
+
+pub use language::{detect_language, language_name};
 
 use std::fs::File;
 use std::io::{self, Read};

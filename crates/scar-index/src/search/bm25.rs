@@ -4,30 +4,37 @@ use std::path::Path;
 
 use scar_core::ChunkId;
 
-use crate::Result;
-use crate::store::{Index, TextFields, read_error};
+use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
+use tantivy::schema::IndexRecordOption;
 
-/// The text part of an open index: tantivy's index, a reader on it, and the schema's fields.
+use crate::store::{Index, TextFields, read_error};
+use crate::{Analyzer, Result};
+
+/// The text part of an open index: tantivy's index, a reader on it, the schema's fields and
+/// how its text is cut.
 pub(crate) struct TextIndex {
     index: tantivy::Index,
     reader: tantivy::IndexReader,
     fields: TextFields,
+    analyzer: Analyzer,
 }
 
 impl TextIndex {
-    /// A reader on `index`, the text index of the index folder `dir`.
-    pub(crate) fn new(dir: &Path, index: tantivy::Index) -> Result<Self> {
+    /// A reader on `index`, the text index of the index folder `dir`, whose text `analyzer`
+    /// cut.
+    pub(crate) fn new(dir: &Path, index: tantivy::Index, analyzer: Analyzer) -> Result<Self> {
         // The catalog is read once, at open: the text index stays at the same commit.
         let reader = index
             .reader_builder()
             .reload_policy(tantivy::ReloadPolicy::Manual)
             .try_into()
             .map_err(|e| read_error(dir, e))?;
-        let (_, fields) = TextFields::schema();
+        let (_, fields) = TextFields::schema(analyzer);
         Ok(Self {
             index,
             reader,
             fields,
+            analyzer,
         })
     }
 
@@ -42,26 +49,6 @@ impl TextIndex {
     }
 }
 
-/// The words BM25 reads in `text`, in order, as the text index cuts them (its default
-/// tokenizer: runs of letters and digits, lowercased, none of 40 bytes or more): for a store
-/// that ranks the same words elsewhere.
-///
-/// # Panics
-///
-/// Never: tantivy always registers the default tokenizer the text index uses.
-#[must_use]
-pub fn bm25_words(text: &str) -> Vec<String> {
-    let mut analyzer = tantivy::tokenizer::TokenizerManager::default()
-        .get("default")
-        .expect("tantivy registers its default tokenizer");
-    let mut stream = analyzer.token_stream(text);
-    let mut words = Vec::new();
-    while stream.advance() {
-        words.push(stream.token().text.clone());
-    }
-    words
-}
-
 impl Index {
     /// BM25 over chunk text: up to `k` live chunks, best first, with their scores.
     pub fn bm25_search(&self, query: &str, k: usize) -> Result<Vec<(ChunkId, f32)>> {
@@ -69,11 +56,31 @@ impl Index {
             index,
             reader,
             fields,
+            analyzer,
         } = self.text();
         let searcher = reader.searcher();
-        let parser = tantivy::query::QueryParser::for_index(index, vec![fields.text]);
-        // Questions are prose, not query syntax: a stray quote or colon must not fail the search.
-        let (query, _) = parser.parse_query_lenient(query);
+        let query: Box<dyn Query> = match analyzer {
+            // Questions are prose, not query syntax: a stray quote or colon must not fail the
+            // search. (Indexes of this analyzer keep the parser they were measured with.)
+            Analyzer::LetterRuns => {
+                let parser = tantivy::query::QueryParser::for_index(index, vec![fields.text]);
+                parser.parse_query_lenient(query).0
+            }
+            // Every word of the question on its own: the parser would ask for the pairs that
+            // cut a Japanese sentence as one phrase.
+            Analyzer::Multilingual => Box::new(BooleanQuery::new(
+                analyzer
+                    .words(query)
+                    .into_iter()
+                    .map(|word| {
+                        let term = tantivy::Term::from_field_text(fields.text, &word);
+                        let query: Box<dyn Query> =
+                            Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs));
+                        (Occur::Should, query)
+                    })
+                    .collect(),
+            )),
+        };
         let top = searcher
             .search(
                 &query,
@@ -116,19 +123,5 @@ impl Index {
         hits.retain(|(id, _)| wanted.contains(&id.0));
         hits.truncate(k);
         Ok(hits)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_words_are_runs_of_letters_and_digits_lowercased() {
-        let long = "x".repeat(40);
-        assert_eq!(
-            bm25_words(&format!("TCP/IP user-id 1.5 Über {long} ok")),
-            ["tcp", "ip", "user", "id", "1", "5", "über", "ok"]
-        );
     }
 }

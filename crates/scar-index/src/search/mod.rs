@@ -1,8 +1,9 @@
 //! Searching an open index: dense search (exact, or through the HNSW graph) and BM25.
 
+mod analyzer;
 mod bm25;
 mod dense;
 
+pub use analyzer::Analyzer;
 pub(crate) use bm25::TextIndex;
-pub use bm25::bm25_words;
 pub use dense::exact_top_k;

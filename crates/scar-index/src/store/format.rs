@@ -8,6 +8,7 @@ use scar_core::SeamKind;
 use serde::{Deserialize, Serialize};
 use tantivy::schema::{FAST, Field, INDEXED, STORED, Schema, TEXT};
 
+use crate::Analyzer;
 use crate::chunk::ChunkerConfig;
 use crate::error::io_error;
 use crate::folder::IndexFile;
@@ -49,6 +50,10 @@ pub struct Manifest {
     pub chunker: ChunkerConfig,
     /// How vectors are stored.
     pub vectors: VectorEncoding,
+    /// How text is cut into the words BM25 counts; indexes made before it was recorded cut
+    /// letter runs.
+    #[serde(default)]
+    pub analyzer: Analyzer,
 }
 
 impl Manifest {
@@ -63,6 +68,7 @@ impl Manifest {
             model,
             chunker,
             vectors,
+            analyzer: Analyzer::CURRENT,
         }
     }
 
@@ -112,6 +118,10 @@ pub struct DocumentEntry {
     /// written before checksums were kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checksum: Option<u64>,
+    /// The language its text is mostly written in (ISO 639-3: `eng`, `hin`, `jpn`), when it
+    /// could be told; `None` in catalogs written before languages were told.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
 }
 
 /// How a document is named to a person: the file's name, and an attachment's name inside it
@@ -418,13 +428,20 @@ pub(crate) struct TextFields {
 }
 
 impl TextFields {
-    pub(crate) fn schema() -> (Schema, Self) {
+    /// The schema of a text index whose text `analyzer` cuts, and its fields (the same in
+    /// every schema).
+    pub(crate) fn schema(analyzer: Analyzer) -> (Schema, Self) {
         let mut builder = Schema::builder();
+        let indexing = TEXT
+            .get_indexing_options()
+            .cloned()
+            .unwrap_or_default()
+            .set_tokenizer(analyzer.tantivy_name());
         let fields = Self {
             // Fast fields: BM25 hits are mapped back to chunks without loading stored documents.
             slot: builder.add_u64_field("slot", INDEXED | STORED | FAST),
             ordinal: builder.add_u64_field("ordinal", STORED | FAST),
-            text: builder.add_text_field("text", TEXT),
+            text: builder.add_text_field("text", TEXT.set_indexing_options(indexing)),
         };
         (builder.build(), fields)
     }
@@ -534,6 +551,7 @@ mod tests {
             pages: Vec::new(),
             reached_from: None,
             checksum: None,
+            language: None,
         };
         let catalog = Catalog {
             rows: 10,
@@ -584,6 +602,7 @@ mod tests {
             pages: Vec::new(),
             reached_from: None,
             checksum: None,
+            language: None,
         };
         let odd = entry(PathBuf::from(std::ffi::OsStr::from_bytes(
             b"/d/bad\xffname.txt",

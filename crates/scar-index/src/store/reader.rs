@@ -140,8 +140,8 @@ impl Index {
             }
         }
         let mut mapped = MappedFiles::default();
-        check_text(&dir, &text, &mut mapped)?;
-        let text = TextIndex::new(&dir, text)?;
+        check_text(&dir, &text, manifest.analyzer, &mut mapped)?;
+        let text = TextIndex::new(&dir, text, manifest.analyzer)?;
         let hnsw = HnswGraph::open(&dir, &catalog, manifest.model.dimension, false)?;
         if hnsw.is_some() {
             mapped.hold_whole(&IndexFile::HnswGraph.path(&dir))?;
@@ -294,6 +294,26 @@ impl Index {
     #[must_use]
     pub fn documents(&self) -> &[DocumentEntry] {
         &self.catalog.documents
+    }
+
+    /// The languages its documents are written in, by name, with how many documents each,
+    /// most first (`Unknown` for those whose language could not be told).
+    #[must_use]
+    pub fn languages(&self) -> Vec<(&'static str, usize)> {
+        let mut counts: Vec<(&'static str, usize)> = Vec::new();
+        for document in &self.catalog.documents {
+            let name = document
+                .language
+                .as_deref()
+                .and_then(crate::language_name)
+                .unwrap_or("Unknown");
+            match counts.iter_mut().find(|(known, _)| *known == name) {
+                Some((_, count)) => *count += 1,
+                None => counts.push((name, 1)),
+            }
+        }
+        counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        counts
     }
 
     /// The committed catalog.

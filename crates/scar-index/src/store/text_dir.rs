@@ -19,7 +19,7 @@ use super::data::MappedFiles;
 use super::format::{Catalog, TextFields};
 use crate::error::io_error;
 use crate::folder::{IndexFile, temporary_path};
-use crate::{IndexError, Result};
+use crate::{Analyzer, IndexError, Result};
 
 /// What the process does with the text index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,7 +48,17 @@ pub(crate) fn open_text(dir: &Path, access: Access) -> Result<tantivy::Index> {
         }
     }
     let folder = TextFolder::open(dir, access)?;
-    tantivy::Index::open(folder).map_err(|e| read_error(dir, e))
+    let index = tantivy::Index::open(folder).map_err(|e| read_error(dir, e))?;
+    register_analyzers(&index);
+    Ok(index)
+}
+
+/// Makes every analyzer an index may name known to tantivy's `index`.
+fn register_analyzers(index: &tantivy::Index) {
+    let analyzer = Analyzer::Multilingual;
+    index
+        .tokenizers()
+        .register(analyzer.tantivy_name(), analyzer.text_analyzer());
 }
 
 /// Checks what the text index holds before anything reads it: the schema, and that every file
@@ -59,11 +69,12 @@ pub(crate) fn open_text(dir: &Path, access: Access) -> Result<tantivy::Index> {
 pub(crate) fn check_text(
     dir: &Path,
     index: &tantivy::Index,
+    analyzer: Analyzer,
     mapped: &mut MappedFiles,
 ) -> Result<()> {
     use tantivy::index::SegmentComponent as Component;
 
-    let (schema, _) = TextFields::schema();
+    let (schema, _) = TextFields::schema(analyzer);
     if index.schema() != schema {
         return Err(IndexError::damaged(
             dir,
@@ -169,12 +180,14 @@ pub(crate) fn read_error(dir: &Path, error: tantivy::TantivyError) -> IndexError
     }
 }
 
-/// Creates the (empty) text index of the index folder `dir`.
-pub(crate) fn create_text(dir: &Path) -> Result<tantivy::Index> {
+/// Creates the (empty) text index of the index folder `dir`, its text cut by `analyzer`.
+pub(crate) fn create_text(dir: &Path, analyzer: Analyzer) -> Result<tantivy::Index> {
     let folder = TextFolder::open(dir, Access::Write)?;
-    let (schema, _) = TextFields::schema();
-    tantivy::Index::create(folder, schema, tantivy::IndexSettings::default())
-        .map_err(|e| IndexError::text(dir, e))
+    let (schema, _) = TextFields::schema(analyzer);
+    let index = tantivy::Index::create(folder, schema, tantivy::IndexSettings::default())
+        .map_err(|e| IndexError::text(dir, e))?;
+    register_analyzers(&index);
+    Ok(index)
 }
 
 #[derive(Debug, Clone)]

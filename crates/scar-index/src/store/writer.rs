@@ -83,7 +83,7 @@ impl Writer {
         let catalog = read_catalog(dir, &text)?;
         remove_stale_generations(dir, catalog.generation)?;
         let files = open_data_files(dir, &manifest, &catalog)?;
-        let (_, fields) = TextFields::schema();
+        let (_, fields) = TextFields::schema(manifest.analyzer);
         Ok(Self {
             dir: dir.to_owned(),
             manifest,
@@ -198,6 +198,7 @@ impl Writer {
             pages: document.pages.iter().map(|&start| start as u32).collect(),
             reached_from: document.reached_from.map(Path::to_owned),
             checksum: Some(checksum.finish()),
+            language: crate::detect_language(text).map(str::to_owned),
         });
         Ok(())
     }
@@ -319,7 +320,7 @@ fn create(dir: &Path, manifest: Manifest) -> Result<Manifest> {
     if journal.exists() {
         fs_err::remove_file(&journal).map_err(io_error(&journal))?;
     }
-    create_text(dir)?;
+    create_text(dir, manifest.analyzer)?;
     let json =
         serde_json::to_string_pretty(&manifest).map_err(IndexError::encode("the manifest"))?;
     write_replacing(&IndexFile::Manifest.path(dir), json)?;
