@@ -82,6 +82,28 @@ impl Analyzer {
         }
         words
     }
+
+    /// `question` as tantivy's query parser should read it: the parser asks for the words of
+    /// one run between spaces as a phrase (`user-id`, `3.10.7.4`), which would ask for the
+    /// pairs of a Japanese sentence all together, so each run holding Han or kana is written
+    /// as its words apart. Other runs are left as they are.
+    #[must_use]
+    pub fn for_parser(self, question: &str) -> String {
+        if self == Self::LetterRuns {
+            return question.to_owned();
+        }
+        question
+            .split_whitespace()
+            .map(|run| {
+                if run.chars().any(|c| class(c) == Class::Paired) {
+                    self.words(run).join(" ")
+                } else {
+                    run.to_owned()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
 }
 
 /// What a character is to [`ScriptTokenizer`].
@@ -269,6 +291,16 @@ mod tests {
             ]
         );
         assert_eq!(Analyzer::Multilingual.words("「猫」"), ["猫"]);
+    }
+
+    #[test]
+    fn a_question_gives_the_parser_each_pair_apart_and_other_runs_as_written() {
+        assert_eq!(
+            Analyzer::Multilingual.for_parser("What is TCP's user-id? 境界断片化とは SCARの問題"),
+            "What is TCP's user-id? 境界 界断 断片 片化 化と とは scar の問 問題"
+        );
+        let english = "How does the agreement interpret the phrase 'to the extent'?";
+        assert_eq!(Analyzer::Multilingual.for_parser(english), english);
     }
 
     #[test]

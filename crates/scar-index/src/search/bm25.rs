@@ -4,9 +4,6 @@ use std::path::Path;
 
 use scar_core::ChunkId;
 
-use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
-use tantivy::schema::IndexRecordOption;
-
 use crate::store::{Index, TextFields, read_error};
 use crate::{Analyzer, Result};
 
@@ -59,28 +56,9 @@ impl Index {
             analyzer,
         } = self.text();
         let searcher = reader.searcher();
-        let query: Box<dyn Query> = match analyzer {
-            // Questions are prose, not query syntax: a stray quote or colon must not fail the
-            // search. (Indexes of this analyzer keep the parser they were measured with.)
-            Analyzer::LetterRuns => {
-                let parser = tantivy::query::QueryParser::for_index(index, vec![fields.text]);
-                parser.parse_query_lenient(query).0
-            }
-            // Every word of the question on its own: the parser would ask for the pairs that
-            // cut a Japanese sentence as one phrase.
-            Analyzer::Multilingual => Box::new(BooleanQuery::new(
-                analyzer
-                    .words(query)
-                    .into_iter()
-                    .map(|word| {
-                        let term = tantivy::Term::from_field_text(fields.text, &word);
-                        let query: Box<dyn Query> =
-                            Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs));
-                        (Occur::Should, query)
-                    })
-                    .collect(),
-            )),
-        };
+        let parser = tantivy::query::QueryParser::for_index(index, vec![fields.text]);
+        // Questions are prose, not query syntax: a stray quote or colon must not fail the search.
+        let (query, _) = parser.parse_query_lenient(&analyzer.for_parser(query));
         let top = searcher
             .search(
                 &query,
