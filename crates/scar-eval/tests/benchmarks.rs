@@ -99,3 +99,32 @@ fn contractnli_paths_with_a_split_folder_resolve_by_file_name() {
             .contains("corpus/dev/")
     );
 }
+
+#[test]
+fn the_multilingual_benchmark_resolves_on_the_seed_documents_in_three_languages() {
+    let folder = workspace().join("assets/benchmarks/multilingual");
+    let seeds = workspace().join("../shared/data/seeds");
+    let path = folder.join("all.json");
+    let benchmark = Benchmark::load(&path).unwrap();
+    let resolved = resolve(&benchmark, &path, &seeds, None).unwrap();
+    assert!(resolved.problems.is_empty(), "{:?}", resolved.problems);
+    assert_eq!(resolved.documents.len(), 2);
+    for test in &benchmark.tests {
+        for snippet in &test.snippets {
+            let text = fs_err::read_to_string(seeds.join(&snippet.file_path)).unwrap();
+            let [start, end] = snippet.span;
+            let quoted: String = text.chars().skip(start).take(end - start).collect();
+            assert_eq!(Some(quoted.as_str()), snippet.answer.as_deref());
+        }
+    }
+    // A test's id names its question's language: each of the three asks of both documents.
+    for language in ["-en-", "-hi-", "-ja-"] {
+        for document in ["000_", "002_"] {
+            let asked = (0..benchmark.tests.len())
+                .map(|i| benchmark.test_id(i))
+                .filter(|id| id.starts_with(document) && id.contains(language))
+                .count();
+            assert!(asked >= 6, "{document}{language}: {asked}");
+        }
+    }
+}
