@@ -1,4 +1,5 @@
 //! `scar-app` as a user starts it: its flags, and a real window under Xvfb.
 #![allow(clippy::unwrap_used)]
 
+mod fonts;
 mod screenshot;
