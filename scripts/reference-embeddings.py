@@ -12,6 +12,9 @@ queries, with that prompt.
     scripts/make-bge-shaped-model large --layers 2
     python3 scripts/reference-embeddings.py models/bge-large-shape-2l bge-large-shape-2l \
         > crates/scar-embed/tests/fixtures/bge-large-shape-2l-reference.json
+    scripts/make-bge-shaped-model m3 --layers 2
+    python3 scripts/reference-embeddings.py models/bge-m3-shape-2l bge-m3-shape-2l \
+        > crates/scar-embed/tests/fixtures/bge-m3-shape-2l-reference.json
 """
 import json
 import sys

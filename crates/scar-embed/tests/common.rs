@@ -39,6 +39,12 @@ pub fn multilingual_e5_small(precision: Precision) -> Embedder {
     cpu_model_in("multilingual-e5-small", "multilingual-e5-small", precision)
 }
 
+/// A model of BAAI/bge-m3's shape (XLM-RoBERTa, width 1,024, CLS pooling) with two of its 24
+/// layers, the test vocabulary and random weights (`scripts/make-bge-shaped-model m3 --layers 2`).
+pub fn bge_m3_shape_2l(precision: Precision) -> Embedder {
+    cpu_model_in("bge-m3-shape-2l", "bge-m3-shape-2l", precision)
+}
+
 /// A model with BGE-large's width (1,024, 16 heads, intermediate 4,096) and two of its 24
 /// layers, random weights (`scripts/make-bge-shaped-model large --layers 2`). Named by its
 /// folder, so its query instruction must come from its own files.

@@ -1,6 +1,7 @@
 //! Our vectors against those of an independent implementation (`PyTorch`
 //! sentence-transformers) loading the same files, written by `scripts/reference-embeddings.py`:
-//! the real `all-MiniLM-L6-v2`, and a model of BGE-large's width with random weights. The
+//! the real `all-MiniLM-L6-v2`, and models of BGE-large's and bge-m3's (XLM-RoBERTa) widths
+//! with random weights. The
 //! references are f32: f32 must agree to 0.9999, the default precision (bf16 on a CPU that has
 //! it) to 0.999. multilingual-e5-small is checked against the encoder of the package its weights
 //! come from (`scripts/reference-e5-embeddings.py`), in English, Hindi and Japanese.
@@ -8,7 +9,9 @@
 use scar_embed::{Embedder, Precision};
 use serde::Deserialize;
 
-use crate::common::{bge_large_shape_2l, cosine, minilm, minilm_in, multilingual_e5_small};
+use crate::common::{
+    bge_large_shape_2l, bge_m3_shape_2l, cosine, minilm, minilm_in, multilingual_e5_small,
+};
 
 #[derive(Deserialize)]
 struct Fixture {
@@ -83,6 +86,33 @@ fn bge_large_shape_matches_sentence_transformers() {
     );
     // Random weights could make every text's vector alike, and then agreement would prove
     // little: the reference's texts must differ from each other by far more than the tolerance.
+    let first = &fixture.cases[0].embedding;
+    assert!(
+        fixture.cases[1..]
+            .iter()
+            .all(|c| cosine(first, &c.embedding) < 0.99),
+        "reference vectors too alike to test anything"
+    );
+    assert_agrees(&embedder, &fixture, 0.9999);
+}
+
+/// XLM-RoBERTa's encoder as an embedder (bge-m3's dense head): positions counted from the
+/// padding id, one token type, CLS pooling; a text past the limit fills every position.
+#[test]
+fn an_xlm_roberta_embedder_matches_sentence_transformers() {
+    let fixture = read_fixture("bge-m3-shape-2l-reference.json");
+    let embedder = bge_m3_shape_2l(Precision::F32);
+    let info = embedder.info();
+    assert_eq!(
+        (info.dimension, info.max_tokens, info.pooling),
+        (1024, fixture.max_seq_length, scar_embed::Pooling::Cls)
+    );
+    assert!(
+        fixture
+            .cases
+            .iter()
+            .any(|c| c.untruncated_tokens > fixture.max_seq_length)
+    );
     let first = &fixture.cases[0].embedding;
     assert!(
         fixture.cases[1..]
