@@ -62,13 +62,38 @@ pub const KNOWN_MODELS: &[KnownModel] = &[
         query_prefix: "",
         passage_prefix: "",
     },
-    // XLM-RoBERTa's vocabulary on BERT's encoder: about a hundred languages, trained with
-    // both prefixes.
+    // Multilingual (about a hundred languages, XLM-RoBERTa's vocabulary). e5-small is BERT's
+    // encoder, the others XLM-RoBERTa's; e5 is trained with both prefixes.
     KnownModel {
         id: "intfloat/multilingual-e5-small",
         revision: "614241f622f53c4eeff9890bdc4f31cfecc418b3",
         query_prefix: "query: ",
         passage_prefix: "passage: ",
+    },
+    KnownModel {
+        id: "intfloat/multilingual-e5-base",
+        revision: "d13f1b27baf31030b7fd040960d60d909913633f",
+        query_prefix: "query: ",
+        passage_prefix: "passage: ",
+    },
+    KnownModel {
+        id: "intfloat/multilingual-e5-large",
+        revision: "3d7cfbdacd47fdda877c5cd8a79fbcc4f2a574f3",
+        query_prefix: "query: ",
+        passage_prefix: "passage: ",
+    },
+    // bge-m3's dense head: CLS pooling, no instruction.
+    KnownModel {
+        id: "BAAI/bge-m3",
+        revision: "5617a9f61b028005a4858fdac845db406aefb181",
+        query_prefix: "",
+        passage_prefix: "",
+    },
+    KnownModel {
+        id: "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2",
+        revision: "e8f8c211226b894fcb81acc59f3b34ba3efd5f42",
+        query_prefix: "",
+        passage_prefix: "",
     },
 ];
 
@@ -367,6 +392,18 @@ mod tests {
         assert_eq!(known_model("bge-large-en-v1.5").unwrap().id, DEFAULT_MODEL);
         assert_eq!(known_model("ALL-MINILM-L6-V2").unwrap().query_prefix, "");
         assert!(known_model("nonexistent").is_none());
+        for e5 in [
+            "multilingual-e5-small",
+            "multilingual-e5-base",
+            "multilingual-e5-large",
+        ] {
+            let model = known_model(e5).unwrap();
+            assert_eq!(
+                (model.query_prefix, model.passage_prefix),
+                ("query: ", "passage: ")
+            );
+        }
+        assert_eq!(known_model("bge-m3").unwrap().passage_prefix, "");
     }
 
     #[test]
