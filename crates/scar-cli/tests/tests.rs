@@ -10,6 +10,7 @@ mod eval;
 mod formats;
 mod hnsw;
 mod index;
+mod languages;
 mod numbers;
 mod rfc;
 mod serve;
