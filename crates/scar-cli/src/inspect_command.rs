@@ -144,11 +144,7 @@ fn print_summary(index: &Index, skipped: &[Skipped]) -> Result<()> {
     } else {
         outln!("dense search: exact");
     }
-    let languages: Vec<String> = index
-        .languages()
-        .iter()
-        .map(|(name, count)| format!("{name} {count}"))
-        .collect();
+    let languages: Vec<String> = index.languages().iter().map(ToString::to_string).collect();
     if !languages.is_empty() {
         outln!("languages: {}", languages.join(", "));
     }

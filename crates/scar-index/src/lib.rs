@@ -65,7 +65,8 @@ pub use seam::{seam_kind, seam_text};
 pub use search::{Analyzer, exact_top_k};
 pub use skip_list::{Skipped, skipped_files};
 pub use store::{
-    Catalog, ChunkView, DocumentEntry, Index, Manifest, VectorEncoding, document_name,
+    Catalog, ChunkView, DocumentEntry, Index, LanguageCount, Manifest, VectorEncoding,
+    document_name,
 };
 pub use swap::{InterruptedSwap, finish_interrupted_swap, rebuild_dir, replace_with_rebuild};
 pub use walk::resolve_root;

@@ -185,11 +185,7 @@ impl LibraryPanel {
                     .map(|d| { d.attachment.as_deref().map_or(d.path.as_path(), Path::new) })
             )
         ));
-        let languages: Vec<String> = index
-            .languages()
-            .iter()
-            .map(|(name, count)| format!("{name} {count}"))
-            .collect();
+        let languages: Vec<String> = index.languages().iter().map(ToString::to_string).collect();
         if !languages.is_empty() {
             ui.weak(languages.join(" · "));
         }

@@ -18,6 +18,6 @@ mod writer;
 pub(crate) use data::{DataFiles, widen};
 pub use format::{Catalog, DocumentEntry, Manifest, VectorEncoding, document_name};
 pub(crate) use format::{FORMAT_VERSION, TextFields, file_stamp, read_any_manifest, stored_path};
-pub use reader::{ChunkView, Index};
+pub use reader::{ChunkView, Index, LanguageCount};
 pub(crate) use text_dir::{read_catalog_of, read_error};
 pub(crate) use writer::{NewDocument, Writer};

@@ -296,23 +296,23 @@ impl Index {
         &self.catalog.documents
     }
 
-    /// The languages its documents are written in, by name, with how many documents each,
-    /// most first (`Unknown` for those whose language could not be told).
+    /// The languages its documents are written in, with how many documents each, most first
+    /// (`Unknown` for those whose language could not be told).
     #[must_use]
-    pub fn languages(&self) -> Vec<(&'static str, usize)> {
-        let mut counts: Vec<(&'static str, usize)> = Vec::new();
+    pub fn languages(&self) -> Vec<LanguageCount> {
+        let mut counts: Vec<LanguageCount> = Vec::new();
         for document in &self.catalog.documents {
             let name = document
                 .language
                 .as_deref()
                 .and_then(crate::language_name)
                 .unwrap_or("Unknown");
-            match counts.iter_mut().find(|(known, _)| *known == name) {
-                Some((_, count)) => *count += 1,
-                None => counts.push((name, 1)),
+            match counts.iter_mut().find(|known| known.name == name) {
+                Some(known) => known.documents += 1,
+                None => counts.push(LanguageCount { name, documents: 1 }),
             }
         }
-        counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        counts.sort_by(|a, b| b.documents.cmp(&a.documents).then(a.name.cmp(b.name)));
         counts
     }
 
@@ -554,5 +554,20 @@ impl Index {
             checksum.add(vector, record, text.as_bytes(), heading.as_bytes());
         }
         Some(checksum.finish())
+    }
+}
+
+/// A language and how many of an index's documents are written in it; shown as `Hindi 2`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LanguageCount {
+    /// The language's English name (`Hindi`), or `Unknown`.
+    pub name: &'static str,
+    /// Documents written in it.
+    pub documents: usize,
+}
+
+impl std::fmt::Display for LanguageCount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.name, self.documents)
     }
 }
