@@ -5,7 +5,7 @@ use std::process::Stdio;
 
 use scar_test_support::{postgres_database, postgres_shards};
 
-use crate::common::{fails_with, rfc_index, run, scar, workspace};
+use crate::common::{fails_with, rfc_index, run, scar, scar_tiny, workspace};
 
 /// The first seed of a search for the kayak fee is the ferry handbook's paragraph on it.
 fn assert_kayak_fee_first(report: &serde_json::Value) {
@@ -297,4 +297,109 @@ fn a_store_on_shards_is_indexed_and_searched_through_its_coordinator() {
         scar(&nowhere).args(["index", "--shard", &shards[0], "."]),
         "name the store too",
     );
+}
+
+/// Chunks the store holds for each stored file, by path.
+fn stored_chunks_by_file(client: &mut postgres::Client) -> std::collections::BTreeMap<String, i64> {
+    client
+        .query(
+            "SELECT f.path, count(c.id) FROM scar_files f \
+             LEFT JOIN scar_documents d ON d.path = f.path \
+             LEFT JOIN scar_chunks c ON c.document = d.id GROUP BY f.path",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect()
+}
+
+#[test]
+fn a_publisher_killed_midway_leaves_every_stored_file_whole() {
+    let Some(url) = postgres_database("killed") else {
+        return;
+    };
+    let base = tempfile::tempdir().unwrap();
+    let docs = base.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    for i in 0..600 {
+        let text: String = (0..4)
+            .map(|p| {
+                format!(
+                    "File {i}, paragraph {p}: the ferry leaves at {}:{p}0.\n\n",
+                    i % 24
+                )
+            })
+            .collect();
+        std::fs::write(docs.join(format!("file-{i:03}.txt")), text).unwrap();
+    }
+    let dir = base.path().join("index");
+    // Embedded first, so that the run killed below spends its time publishing.
+    run(scar_tiny(&dir)
+        .args(["index", "--chunk-chars", "60"])
+        .arg(&docs));
+    let index = scar_index::Index::open(&dir).unwrap();
+    let chunks_of: std::collections::HashMap<String, i64> = index
+        .documents()
+        .iter()
+        .map(|d| {
+            (
+                d.path.to_string_lossy().into_owned(),
+                i64::from(d.chunk_count),
+            )
+        })
+        .collect();
+    assert!(chunks_of.values().all(|&n| n >= 3), "several chunks a file");
+
+    let mut publisher = scar_tiny(&dir)
+        .args(["--store", &url, "index"])
+        .arg(&docs)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_mins(2);
+    let stored_before_kill = loop {
+        let stored: i64 = client
+            .query_opt("SELECT count(*) FROM scar_files", &[])
+            .ok()
+            .flatten()
+            .map_or(0, |row| row.get(0));
+        if stored >= 20 || publisher.try_wait().unwrap().is_some() {
+            break stored;
+        }
+        assert!(std::time::Instant::now() < deadline, "nothing published");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    publisher.kill().unwrap();
+    publisher.wait().unwrap();
+    assert!(
+        (20..600).contains(&stored_before_kill),
+        "the kill came after the whole publish ({stored_before_kill} files): more files needed"
+    );
+
+    // Every file the store holds is whole; none is there in part, and no document is there
+    // without its file.
+    let orphans: i64 = client
+        .query_one(
+            "SELECT count(*) FROM scar_documents d \
+             WHERE NOT EXISTS (SELECT 1 FROM scar_files f WHERE f.path = d.path)",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(orphans, 0);
+    let stored = stored_chunks_by_file(&mut client);
+    assert!(stored.len() < 600, "{} files", stored.len());
+    for (path, chunks) in &stored {
+        assert_eq!(Some(chunks), chunks_of.get(path), "{path}");
+    }
+    // The next run publishes the rest.
+    run(scar_tiny(&dir).args(["--store", &url, "index"]).arg(&docs));
+    let stored = stored_chunks_by_file(&mut client);
+    assert_eq!(stored.len(), 600);
+    for (path, chunks) in &stored {
+        assert_eq!(Some(chunks), chunks_of.get(path), "{path}");
+    }
 }
