@@ -1,6 +1,7 @@
 //! `--store`: shells indexing into one PostgreSQL store at once, and another searching it with
 //! no index folder of its own.
 
+use std::fmt::Write as _;
 use std::process::Stdio;
 
 use scar_test_support::{postgres_database, postgres_shards};
@@ -323,14 +324,15 @@ fn a_publisher_killed_midway_leaves_every_stored_file_whole() {
     let docs = base.path().join("docs");
     std::fs::create_dir(&docs).unwrap();
     for i in 0..600 {
-        let text: String = (0..4)
-            .map(|p| {
-                format!(
-                    "File {i}, paragraph {p}: the ferry leaves at {}:{p}0.\n\n",
-                    i % 24
-                )
-            })
-            .collect();
+        let mut text = String::new();
+        for p in 0..4 {
+            let hour = i % 24;
+            writeln!(
+                text,
+                "File {i}, paragraph {p}: the ferry leaves at {hour}:{p}0.\n"
+            )
+            .unwrap();
+        }
         std::fs::write(docs.join(format!("file-{i:03}.txt")), text).unwrap();
     }
     let dir = base.path().join("index");
