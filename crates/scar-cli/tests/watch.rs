@@ -1,5 +1,6 @@
 //! `scar index --watch`: the index follows files added, edited, renamed and deleted, a burst of
-//! changes costs one run, Ctrl-C ends the watch, and a kill during a run leaves a sound index.
+//! changes costs one run, Ctrl-C ends the watch, a kill during a run leaves a sound index, and
+//! with `--store` every run is published.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -19,7 +20,13 @@ struct Watching {
 
 impl Watching {
     fn start(index: &Path, docs: &Path) -> Self {
+        Self::start_with(index, docs, &[])
+    }
+
+    /// [`Watching::start`] with more global flags (`--store URL`).
+    fn start_with(index: &Path, docs: &Path, flags: &[&str]) -> Self {
         let mut child = scar_tiny(index)
+            .args(flags)
             .arg("index")
             .arg(docs)
             .args(["--watch", "--json"])
@@ -134,4 +141,45 @@ fn a_kill_during_a_watched_run_leaves_a_sound_index() {
     let report: Value = serde_json::from_slice(&report.stdout).unwrap();
     assert_eq!(report["skipped"], Value::Array(Vec::new()), "{report}");
     assert_eq!(documents(index.path()).len(), 401);
+}
+
+#[test]
+fn a_watch_over_a_store_publishes_every_run() {
+    let Some(url) = scar_test_support::postgres_database("watch") else {
+        return;
+    };
+    let docs = tempfile::tempdir().unwrap();
+    let index = tempfile::tempdir().unwrap();
+    std::fs::write(docs.path().join("first.txt"), "The first note.").unwrap();
+    let mut watching = Watching::start_with(index.path(), docs.path(), &["--store", &url]);
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut stored = || -> Vec<String> {
+        let rows = client
+            .query("SELECT path FROM scar_files ORDER BY path", &[])
+            .unwrap();
+        rows.iter()
+            .map(|row| {
+                row.get::<_, String>(0)
+                    .rsplit('/')
+                    .next()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect()
+    };
+    assert_eq!(stored(), ["first.txt"]);
+
+    std::fs::write(docs.path().join("note.md"), "# Tides\n\nHigh water at six.").unwrap();
+    let report = watching.next_report("adding a file");
+    assert_eq!(report["store"]["published"], 1, "{report}");
+    assert_eq!(stored(), ["first.txt", "note.md"]);
+
+    std::fs::remove_file(docs.path().join("first.txt")).unwrap();
+    let report = watching.next_report("a deletion");
+    assert_eq!(report["store"]["removed"], 1, "{report}");
+    assert_eq!(stored(), ["note.md"]);
+
+    watching.signal("-INT");
+    let status = watching.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
 }
