@@ -319,9 +319,15 @@ impl<'a> Runner<'a> {
                     judge_seconds.entry(judge).or_default().push(seconds);
                 }
             }
+            // Every policy walks the same seeds: their chunks are read once, and each chunk's
+            // extent once (from a server, a round trip saved each time).
+            let source = retriever.policy_source(&prepared).map_err(retrieve)?;
+            let extents = std::cell::RefCell::new(ExtentCache::default());
             let run = |options: &Options| -> Result<TestScore> {
-                let ledger = retriever.ledger(&prepared, options).map_err(retrieve)?;
-                let context = context_extents(store, &ledger.context)?;
+                let ledger = retriever
+                    .ledger_over(source.as_ref(), &prepared, options)
+                    .map_err(retrieve)?;
+                let context = extents.borrow_mut().of(store, &ledger.context)?;
                 Ok(score(&test.gold, &context, ledger.context_tokens))
             };
             let mut scores = BTreeMap::new();
@@ -459,6 +465,29 @@ fn extent(chunk: &StoredChunk) -> ChunkExtent {
         id: chunk.id,
         document: chunk.slot,
         chars: chunk.chars[0]..chunk.chars[1],
+    }
+}
+
+/// Where chunks lie, each read from the store once, the missing ones of a call in one request.
+#[derive(Default)]
+struct ExtentCache(HashMap<ChunkId, ChunkExtent>);
+
+impl ExtentCache {
+    fn of(&mut self, store: &dyn ChunkStore, ids: &[ChunkId]) -> Result<Vec<ChunkExtent>> {
+        let missing: Vec<ChunkId> = ids
+            .iter()
+            .filter(|id| !self.0.contains_key(id))
+            .copied()
+            .collect();
+        if !missing.is_empty() {
+            for extent in context_extents(store, &missing)? {
+                self.0.insert(extent.id, extent);
+            }
+        }
+        Ok(ids
+            .iter()
+            .filter_map(|id| self.0.get(id).cloned())
+            .collect())
     }
 }
 

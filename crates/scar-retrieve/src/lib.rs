@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 use scar_core::ChunkId;
 use scar_embed::{EmbedOptions, Embedder, ModelLocator};
 use scar_index::Index;
-use scar_policy::{Judgement, Ledger, Options, RRF_K, Rankings, Seed, expand};
+use scar_policy::{ChunkSource, Judgement, Ledger, Options, RRF_K, Rankings, Seed, expand};
 use serde::{Deserialize, Serialize};
 
 pub use comparison::{BASELINE, Comparison, ContextSize, baseline_options};
@@ -358,12 +358,29 @@ impl<S: ChunkStore> Retriever<S> {
         self.expand(prepared, &baseline_options()?)
     }
 
-    /// The policy's decisions on prepared seeds, without the report: what an evaluation that
-    /// runs many policies on each question scores.
+    /// The policy's decisions on prepared seeds, without the report.
     pub fn ledger(&self, prepared: &Prepared, options: &Options) -> Result<Ledger> {
+        self.ledger_over(self.policy_source(prepared)?.as_ref(), prepared, options)
+    }
+
+    /// The chunks a policy walks from the prepared seeds, read once (from a server, the
+    /// seeds' documents): for an evaluation that runs many policies on each question
+    /// ([`ledger_over`](Self::ledger_over)).
+    pub fn policy_source(&self, prepared: &Prepared) -> Result<Box<dyn ChunkSource + '_>> {
         let seeds: Vec<ChunkId> = prepared.seeds.iter().map(|seed| seed.id).collect();
+        self.store.policy_source(&seeds)
+    }
+
+    /// [`ledger`](Self::ledger) over chunks already read by
+    /// [`policy_source`](Self::policy_source).
+    pub fn ledger_over(
+        &self,
+        source: &dyn ChunkSource,
+        prepared: &Prepared,
+        options: &Options,
+    ) -> Result<Ledger> {
         expand(
-            self.store.policy_source(&seeds)?.as_ref(),
+            source,
             &prepared.embedding,
             &prepared.seeds,
             &prepared.rankings,
