@@ -268,19 +268,22 @@ impl PgStore {
             .collect())
     }
 
-    /// How a dense search of `depth` chunks runs: exactly without an HNSW index, or among a
-    /// few chunks; otherwise on the index, keeping the candidates the store's parameters name
-    /// and at least `depth` (as the folder index's graph search does), its hits in exact order.
+    /// How a dense search of `depth` chunks runs: among a few chunks, exactly; otherwise, if
+    /// the planner walks an HNSW index, keeping the candidates the store's parameters name (the
+    /// default ones for an index built since the store was opened) and at least `depth`, as
+    /// the folder index's graph search does, its hits in exact order. Set whether or not the
+    /// store had an index when it was opened: another writer may build one while it is served,
+    /// and pgvector's own breadth, 40, would cut the ranking short.
     fn dense_settings(&self, depth: usize, among: bool) -> String {
-        match self.meta.hnsw {
-            None => String::new(),
+        if among {
             // A filtered graph search can miss chunks of a few documents that exact search finds.
-            Some(_) if among => "SET LOCAL enable_indexscan = off".to_owned(),
-            Some(params) => format!(
-                "SET LOCAL hnsw.ef_search = {}; SET LOCAL hnsw.iterative_scan = strict_order",
-                params.expansion_search.max(depth).min(MAX_EF_SEARCH)
-            ),
+            return "SET LOCAL enable_indexscan = off".to_owned();
         }
+        let breadth = self.meta.hnsw.unwrap_or_default().expansion_search;
+        format!(
+            "SET LOCAL hnsw.ef_search = {}; SET LOCAL hnsw.iterative_scan = strict_order",
+            breadth.max(depth).min(MAX_EF_SEARCH)
+        )
     }
 }
 

@@ -801,3 +801,63 @@ fn a_connection_the_server_drops_is_opened_again() {
     assert_eq!(dropped, 1);
     assert_eq!(store.dense_ranking(&query, 5, None).unwrap(), before);
 }
+
+/// A server that opened the store before another writer built its HNSW index still ranks as
+/// deep as asked: pgvector's own breadth (40 candidates) would cut the ranking short.
+#[test]
+fn a_store_opened_before_its_hnsw_index_was_built_ranks_as_deep_as_asked() {
+    let Some(url) = postgres_database("hnsw_later") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("scar-pg-hnsw-later-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let docs = dir.join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    for i in 0..30 {
+        let text: String = (0..4)
+            .map(|p| format!("Note {i}, part {p}: the ferry leaves at {p} past {i}.\n\n"))
+            .collect::<Vec<_>>()
+            .concat();
+        std::fs::write(docs.join(format!("{i:02}.txt")), text).unwrap();
+    }
+    let embedder = scar_test_support::tiny_bert();
+    let options = IndexOptions {
+        chunker: ChunkerConfig {
+            unit: scar_index::ChunkUnit::Characters,
+            capacity: 60,
+            ..ChunkerConfig::default()
+        },
+        ..IndexOptions::default()
+    };
+    let index = index_folder_with(&dir.join("index"), &docs, &embedder, &options);
+    assert!(index.len() > 100, "{} chunks", index.len());
+    let cancel = AtomicBool::new(false);
+    let publish_with =
+        |setting| publish(&index, &url, &[], setting, &mut |_, _| {}, &cancel).unwrap();
+    publish_with(HnswSetting::Keep);
+    // The planner walks the index, as it does on a large store.
+    let (host, database) = url.rsplit_once('/').unwrap();
+    let mut client =
+        postgres::Client::connect(&format!("{host}/postgres"), postgres::NoTls).unwrap();
+    client
+        .batch_execute(&format!(
+            "ALTER DATABASE {database} SET enable_seqscan = off"
+        ))
+        .unwrap();
+    let opened_before = PgStore::open(&url).unwrap();
+    publish_with(HnswSetting::Build(HnswParams::default()));
+    let opened_after = PgStore::open(&url).unwrap();
+
+    let query = embedder.embed_query("When does the ferry leave?").unwrap();
+    let ids = |store: &PgStore| -> Vec<ChunkId> {
+        store
+            .dense_ranking(&query, 100, None)
+            .unwrap()
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect()
+    };
+    assert_eq!(ids(&opened_after).len(), 100);
+    assert_eq!(ids(&opened_before), ids(&opened_after));
+    let _ = std::fs::remove_dir_all(&dir);
+}
