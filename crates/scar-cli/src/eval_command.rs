@@ -338,7 +338,11 @@ fn retriever(
     let files = ModelLocator::from_env(&settings.models_dir.value).locate(model)?;
     let options = existing.as_ref().map_or_else(
         || settings.embed_options(),
-        |index| Retriever::embed_options_for(index, &settings.embed_options()),
+        |index| {
+            settings
+                .embed_options()
+                .with_instructions_of(&index.manifest().model)
+        },
     );
     let embedder = Embedder::load(&files, &options)?;
     let missing = resolved

@@ -40,9 +40,7 @@ impl EmbedOptions {
             ..Self::default()
         }
     }
-}
 
-impl EmbedOptions {
     /// These options with the query and passage instructions `model` records: a model loaded
     /// for an index embeds as the index was built, whatever the model's current defaults.
     #[must_use]

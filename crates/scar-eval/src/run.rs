@@ -322,12 +322,12 @@ impl<'a> Runner<'a> {
             // Every policy walks the same seeds: their chunks are read once, and each chunk's
             // extent once (from a server, a round trip saved each time).
             let source = retriever.policy_source(&prepared).map_err(retrieve)?;
-            let extents = std::cell::RefCell::new(ExtentCache::default());
-            let run = |options: &Options| -> Result<TestScore> {
+            let mut extents = ExtentCache::default();
+            let mut run = |options: &Options| -> Result<TestScore> {
                 let ledger = retriever
                     .ledger_over(source.as_ref(), &prepared, options)
                     .map_err(retrieve)?;
-                let context = extents.borrow_mut().of(store, &ledger.context)?;
+                let context = extents.of(store, &ledger.context)?;
                 Ok(score(&test.gold, &context, ledger.context_tokens))
             };
             let mut scores = BTreeMap::new();

@@ -132,18 +132,12 @@ fn sentence_ends(text: &str) -> impl Iterator<Item = usize> + '_ {
 /// Whether `c` is a letter of a script written without spaces between words (Chinese,
 /// Japanese, Thai, Lao, Khmer, Myanmar): each such letter counts as a word of its own.
 fn is_unspaced_letter(c: char) -> bool {
-    matches!(c,
-        '\u{3040}'..='\u{30FF}' // hiragana and katakana
-        | '\u{31F0}'..='\u{31FF}'
-        | '\u{3400}'..='\u{4DBF}' // CJK ideographs
-        | '\u{4E00}'..='\u{9FFF}'
-        | '\u{F900}'..='\u{FAFF}'
-        | '\u{FF66}'..='\u{FF9F}' // half-width katakana
-        | '\u{20000}'..='\u{3FFFF}'
-        | '\u{0E00}'..='\u{0EFF}' // Thai and Lao
-        | '\u{1000}'..='\u{109F}' // Myanmar
-        | '\u{1780}'..='\u{17FF}' // Khmer
-    )
+    crate::search::is_han_or_kana(c)
+        || matches!(c,
+            '\u{0E00}'..='\u{0EFF}' // Thai and Lao
+            | '\u{1000}'..='\u{109F}' // Myanmar
+            | '\u{1780}'..='\u{17FF}' // Khmer
+        )
 }
 
 /// Byte offsets in `text` where words start: a run of characters between spaces is one word,

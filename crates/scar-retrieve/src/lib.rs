@@ -145,13 +145,6 @@ impl Retriever {
         Self::open_store(Index::open(dir)?, locator, options)
     }
 
-    /// `options` for loading the model that searches `index`: with the instructions the
-    /// index was built with, whatever the model's current defaults.
-    #[must_use]
-    pub fn embed_options_for(index: &Index, options: &EmbedOptions) -> EmbedOptions {
-        options.with_instructions_of(&index.manifest().model)
-    }
-
     /// Pairs an embedder with an index, checking that the index was built with that model.
     pub fn new(embedder: Embedder, index: Index) -> Result<Self> {
         Self::with_shared(Arc::new(embedder), index)

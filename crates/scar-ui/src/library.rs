@@ -31,6 +31,8 @@ pub(crate) struct LibraryPanel {
     open_failed: Option<PathBuf>,
     /// The files the open index could not read, as its runs listed them.
     skipped: Result<Vec<Skipped>, String>,
+    /// The open index's languages (`Hindi 2 · English 1`), counted once when it opens.
+    languages: String,
 }
 
 impl Default for LibraryPanel {
@@ -40,6 +42,7 @@ impl Default for LibraryPanel {
             opening: None,
             open_failed: None,
             skipped: Ok(Vec::new()),
+            languages: String::new(),
         }
     }
 }
@@ -108,6 +111,13 @@ impl LibraryPanel {
         }
         Some(match result {
             Ok(retriever) => {
+                let languages: Vec<String> = retriever
+                    .index()
+                    .languages()
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect();
+                self.languages = languages.join(" · ");
                 self.retriever = Some(retriever);
                 self.skipped =
                     skipped.map_err(|error| format!("the list of skipped files: {error}"));
@@ -185,9 +195,8 @@ impl LibraryPanel {
                     .map(|d| { d.attachment.as_deref().map_or(d.path.as_path(), Path::new) })
             )
         ));
-        let languages: Vec<String> = index.languages().iter().map(ToString::to_string).collect();
-        if !languages.is_empty() {
-            ui.weak(languages.join(" · "));
+        if !self.languages.is_empty() {
+            ui.weak(&self.languages);
         }
         match &self.skipped {
             Ok(skipped) if skipped.is_empty() => {}

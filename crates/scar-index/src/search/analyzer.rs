@@ -120,8 +120,10 @@ enum Class {
     Separator,
 }
 
-fn class(c: char) -> Class {
-    if matches!(c,
+/// Whether `c` is a Han character or a kana (not their punctuation or combining marks):
+/// letters of Chinese and Japanese, written without spaces between words.
+pub(crate) fn is_han_or_kana(c: char) -> bool {
+    matches!(c,
         '\u{3041}'..='\u{3096}' | '\u{309D}'..='\u{309F}' // hiragana
         | '\u{30A1}'..='\u{30FA}' | '\u{30FC}'..='\u{30FF}' // katakana, with its long-vowel mark
         | '\u{31F0}'..='\u{31FF}'
@@ -129,7 +131,10 @@ fn class(c: char) -> Class {
         | '\u{3400}'..='\u{4DBF}' | '\u{4E00}'..='\u{9FFF}' | '\u{F900}'..='\u{FAFF}'
         | '\u{FF66}'..='\u{FF9D}' // half-width katakana
         | '\u{20000}'..='\u{3FFFF}')
-    {
+}
+
+fn class(c: char) -> Class {
+    if is_han_or_kana(c) {
         return Class::Paired;
     }
     if matches!(c, '\u{FF9E}' | '\u{FF9F}' | '\u{3099}'..='\u{309C}') {

@@ -5,5 +5,6 @@ mod bm25;
 mod dense;
 
 pub use analyzer::Analyzer;
+pub(crate) use analyzer::is_han_or_kana;
 pub(crate) use bm25::TextIndex;
 pub use dense::exact_top_k;
