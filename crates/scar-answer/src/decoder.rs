@@ -10,8 +10,10 @@
 //!   weights, is shared by every row).
 //! - [`KvCache`]: keys and values written in place into room that doubles when full, rather
 //!   than concatenated anew for every token.
-//! - [`attend`]: grouped-query attention that multiplies each key-value head by its group of
-//!   query heads at once, rather than copying keys and values once per query head.
+//! - [`attend`]: causal grouped-query attention, each query head reading its key-value head
+//!   where the cache keeps it, rather than keys and values copied once per query head; on the
+//!   CPU a block of queries at a time (`attention.rs`), with no square of scores for the whole
+//!   prompt.
 //!
 //! Both decoders also read their settings ([`Settings`]), their embedding table and output
 //! projection ([`embeddings_and_head`]) and each layer's attention ([`SelfAttention`]) here.
@@ -23,6 +25,7 @@ use candle_core::quantized::{QMatMul, QTensor};
 use candle_core::{D, DType, Device, Module, Result, Tensor};
 use candle_transformers::quantized_nn::RmsNorm;
 
+use crate::attention::{Causal, causal_attention};
 use crate::packed::PackedRows;
 
 /// Rows from which a product goes through dequantized weights: below it, writing the f32
@@ -306,14 +309,13 @@ impl SelfAttention {
         })
     }
 
-    /// Attends from `x` (batch, length, hidden) placed at `position`; `mask` (length, keys)
-    /// is needed whenever `length` is above 1.
+    /// Attends from `x` (batch, length, hidden) placed at `position`, each position to itself
+    /// and the ones before it (within the window, if any).
     pub(crate) fn forward(
         &mut self,
         x: &Tensor,
         position: usize,
         rotary: &Rotary,
-        mask: Option<&Tensor>,
     ) -> Result<Tensor> {
         let (batch, length, _) = x.dims3()?;
         let heads = |t: Tensor, count: usize, norm: Option<&RmsNorm>| {
@@ -347,15 +349,7 @@ impl SelfAttention {
         let q = rotary.apply(&q, position)?;
         let k = rotary.apply(&k, position)?;
         let (k, v) = self.cache.append(&k, &v, position)?;
-        // One new query of a sliding layer sees only the keys of its window.
-        let (k, v) = match self.window {
-            Some(window) if length == 1 && k.dim(2)? > window => {
-                let start = k.dim(2)? - window;
-                (k.narrow(2, start, window)?, v.narrow(2, start, window)?)
-            }
-            _ => (k, v),
-        };
-        let attended = attend(&q, &k, &v, mask, self.scale, self.softcap)?
+        let attended = attend(&q, &k, &v, self.scale, self.softcap, self.window)?
             .transpose(1, 2)?
             .reshape((batch, length, self.heads * self.head_dim))?;
         self.output.forward(&attended)
@@ -363,19 +357,51 @@ impl SelfAttention {
 }
 
 /// Scaled dot-product attention of `q` (batch, heads, length, head dimension) over `k` and `v`
-/// (batch, key-value heads, keys, head dimension), query head `h` reading key-value head
+/// (batch, key-value heads, keys, head dimension), the queries being the last `length`
+/// positions of the keys', each seeing its own position and the earlier ones (with a
+/// `window`, only the last `window` of those); query head `h` reads key-value head
 /// `h / (heads / key-value heads)`; scores above `softcap` in size are squashed towards it
-/// (`cap · tanh(s / cap)`, Gemma 2), then `mask` (length, keys) is added to them.
+/// (`cap · tanh(s / cap)`, Gemma 2). On the CPU a block of queries at a time
+/// ([`causal_attention`]), elsewhere through tensors.
 pub(crate) fn attend(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
-    mask: Option<&Tensor>,
     scale: f64,
     softcap: Option<f64>,
+    window: Option<usize>,
+) -> Result<Tensor> {
+    if q.device().is_cpu() && q.dtype() == DType::F32 {
+        let causal = Causal {
+            scale: scale as f32,
+            softcap: softcap.map(|cap| cap as f32),
+            window,
+        };
+        return causal_attention(&q.contiguous()?, k, v, causal);
+    }
+    attend_with_tensors(q, k, v, scale, softcap, window)
+}
+
+/// [`attend`] as tensor operations, on any device: every head's square of scores at once, the
+/// later and out-of-window keys masked.
+fn attend_with_tensors(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    scale: f64,
+    softcap: Option<f64>,
+    window: Option<usize>,
 ) -> Result<Tensor> {
     let (batch, heads, length, dim) = q.dims4()?;
     let kv_heads = k.dim(1)?;
+    // One new query of a sliding layer sees only the keys of its window.
+    let (k, v) = match window {
+        Some(window) if length == 1 && k.dim(2)? > window => {
+            let start = k.dim(2)? - window;
+            (k.narrow(2, start, window)?, v.narrow(2, start, window)?)
+        }
+        _ => (k.clone(), v.clone()),
+    };
     let keys = k.dim(2)?;
     let grouped = (batch, kv_heads, heads / kv_heads * length, dim);
     let q = q.contiguous()?.reshape(grouped)?;
@@ -383,10 +409,11 @@ pub(crate) fn attend(
     if let Some(cap) = softcap {
         scores = soft_cap(&scores, cap)?;
     }
-    if let Some(mask) = mask {
+    if length > 1 {
+        let mask = causal_mask(length, keys - length, window, q.device())?;
         scores = scores
             .reshape((batch, heads, length, keys))?
-            .broadcast_add(mask)?
+            .broadcast_add(&mask)?
             .reshape((batch, kv_heads, heads / kv_heads * length, keys))?;
     }
     let weights = candle_nn::ops::softmax_last_dim(&scores)?;
@@ -403,7 +430,7 @@ pub(crate) fn soft_cap(x: &Tensor, cap: f64) -> Result<Tensor> {
 
 /// 0 where query `i` (of `length`, after `past` earlier positions) may see key `j`, else
 /// -inf: keys up to its own position and, with a `window`, fewer than `window` back.
-pub(crate) fn causal_mask(
+fn causal_mask(
     length: usize,
     past: usize,
     window: Option<usize>,
@@ -491,7 +518,7 @@ mod tests {
         let k = random((1, 2, 5, 8), 2);
         let v = random((1, 2, 5, 8), 3);
         let mask = causal_mask(5, 0, Some(3), &Device::Cpu).unwrap();
-        let ours = attend(&q, &k, &v, Some(&mask), 0.3, None).unwrap();
+        let ours = attend(&q, &k, &v, 0.3, None, Some(3)).unwrap();
         let k3 = candle_transformers::utils::repeat_kv(k, 3).unwrap();
         let v3 = candle_transformers::utils::repeat_kv(v, 3).unwrap();
         let scores = ((q.matmul(&k3.t().unwrap()).unwrap() * 0.3).unwrap())
@@ -500,6 +527,39 @@ mod tests {
         let weights = candle_nn::ops::softmax_last_dim(&scores).unwrap();
         let reference = weights.matmul(&v3.contiguous().unwrap()).unwrap();
         assert!(max_difference(&ours, &reference) < 1e-6);
+    }
+
+    /// Block by block on the CPU, attention equals the tensors' over every shape the decoders
+    /// give it: prompts longer than a block, after earlier positions, with and without a
+    /// window and a soft cap, one new token, and keys read in place from a larger cache.
+    #[test]
+    fn attention_by_blocks_equals_attention_through_tensors() {
+        let (heads, kv_heads, dim) = (6, 2, 16);
+        for (length, past, window, softcap) in [
+            (70, 0, None, None),
+            (70, 5, Some(20), Some(2.0)),
+            (33, 40, Some(50), None),
+            (1, 90, Some(20), None),
+            (1, 0, None, Some(1.5)),
+        ] {
+            let keys = past + length;
+            let q = random((1, heads, length, dim), 4);
+            // The cache's room is longer than the keys: they are read where it keeps them.
+            let room = |seed| {
+                random((1, kv_heads, keys + 7, dim), seed)
+                    .narrow(2, 0, keys)
+                    .unwrap()
+            };
+            let (k, v) = (room(5), room(6));
+            let ours = attend(&q, &k, &v, 0.25, softcap, window).unwrap();
+            let reference = attend_with_tensors(&q, &k, &v, 0.25, softcap, window).unwrap();
+            assert_eq!(ours.dims(), [1, heads, length, dim]);
+            let difference = max_difference(&ours, &reference);
+            assert!(
+                difference < 1e-5,
+                "{length} after {past}, window {window:?}: {difference}"
+            );
+        }
     }
 
     #[test]

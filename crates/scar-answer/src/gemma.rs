@@ -16,9 +16,7 @@ use candle_core::quantized::gguf_file::Content;
 use candle_core::{D, Device, IndexOp, Module, Result, Tensor};
 use candle_transformers::quantized_nn::RmsNorm;
 
-use crate::decoder::{
-    Linear, Rotary, SelfAttention, Settings, causal_mask, embeddings_and_head, soft_cap,
-};
+use crate::decoder::{Linear, Rotary, SelfAttention, Settings, embeddings_and_head, soft_cap};
 
 /// Which Gemma a file holds, by its `general.architecture`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,15 +67,9 @@ struct Layer {
 }
 
 impl Layer {
-    fn forward(
-        &mut self,
-        x: &Tensor,
-        position: usize,
-        rotary: &Rotary,
-        mask: Option<&Tensor>,
-    ) -> Result<Tensor> {
+    fn forward(&mut self, x: &Tensor, position: usize, rotary: &Rotary) -> Result<Tensor> {
         let normed = self.attention_norm.forward(x)?;
-        let attended = self.attention.forward(&normed, position, rotary, mask)?;
+        let attended = self.attention.forward(&normed, position, rotary)?;
         let x = (x + self.post_attention_norm.forward(&attended)?)?;
         let h = self.feed_forward_norm.forward(&x)?;
         let gated = (self.gate.forward(&h)?.gelu()? * self.up.forward(&h)?)?;
@@ -189,24 +181,13 @@ impl Gemma {
     pub fn forward(&mut self, input: &Tensor, position: usize) -> Result<Tensor> {
         let length = input.dim(1)?;
         let mut x = (self.embeddings.embedding(input)? * self.embedding_scale)?;
-        // One new token needs no mask: its window is cut from the cache instead.
-        let masks = if length > 1 {
-            let device = input.device();
-            let window = self.layers.iter().find_map(|layer| layer.attention.window);
-            Some((
-                causal_mask(length, position, window, device)?,
-                causal_mask(length, position, None, device)?,
-            ))
-        } else {
-            None
-        };
         for layer in &mut self.layers {
-            let (rotary, mask) = if layer.attention.window.is_some() {
-                (&self.local_rotary, masks.as_ref().map(|m| &m.0))
+            let rotary = if layer.attention.window.is_some() {
+                &self.local_rotary
             } else {
-                (&self.global_rotary, masks.as_ref().map(|m| &m.1))
+                &self.global_rotary
             };
-            x = layer.forward(&x, position, rotary, mask)?;
+            x = layer.forward(&x, position, rotary)?;
         }
         let last = self.norm.forward(&x.i((.., length - 1..))?)?;
         let logits = self.head.forward(&last)?.squeeze(D::Minus2)?;

@@ -13,7 +13,7 @@ use candle_core::quantized::gguf_file::Content;
 use candle_core::{D, Device, IndexOp, Module, Result, Tensor};
 use candle_transformers::quantized_nn::RmsNorm;
 
-use crate::decoder::{Linear, Rotary, SelfAttention, Settings, causal_mask, embeddings_and_head};
+use crate::decoder::{Linear, Rotary, SelfAttention, Settings, embeddings_and_head};
 
 /// llama.cpp's rotary base when the file does not name one.
 const DEFAULT_ROPE_BASE: f32 = 10_000.0;
@@ -28,15 +28,9 @@ struct Layer {
 }
 
 impl Layer {
-    fn forward(
-        &mut self,
-        x: &Tensor,
-        position: usize,
-        rotary: &Rotary,
-        mask: Option<&Tensor>,
-    ) -> Result<Tensor> {
+    fn forward(&mut self, x: &Tensor, position: usize, rotary: &Rotary) -> Result<Tensor> {
         let normed = self.attention_norm.forward(x)?;
-        let x = (x + self.attention.forward(&normed, position, rotary, mask)?)?;
+        let x = (x + self.attention.forward(&normed, position, rotary)?)?;
         let h = self.feed_forward_norm.forward(&x)?;
         let gated = (candle_nn::ops::silu(&self.gate.forward(&h)?)? * self.up.forward(&h)?)?;
         x + self.down.forward(&gated)?
@@ -151,12 +145,8 @@ impl Llama {
     pub fn forward(&mut self, input: &Tensor, position: usize) -> Result<Tensor> {
         let length = input.dim(1)?;
         let mut x = self.embeddings.embedding(input)?;
-        // One new token sees every key kept.
-        let mask = (length > 1)
-            .then(|| causal_mask(length, position, None, input.device()))
-            .transpose()?;
         for layer in &mut self.layers {
-            x = layer.forward(&x, position, &self.rotary, mask.as_ref())?;
+            x = layer.forward(&x, position, &self.rotary)?;
         }
         let last = self.norm.forward(&x.i((.., length - 1..))?)?;
         self.head.forward(&last)?.squeeze(D::Minus2)

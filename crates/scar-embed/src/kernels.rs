@@ -39,8 +39,9 @@ pub(crate) fn add_norm_in_place(
     xs.inplace_op3(residual, params, &AddNorm { eps })
 }
 
-/// Softmax of each row of `rows` (`width` values a row), in place.
-pub(crate) fn softmax_rows(rows: &mut [f32], width: usize) {
+/// Softmax of each row of `rows` (`width` values a row), in place, with an `exp` that
+/// vectorises.
+pub fn softmax_rows(rows: &mut [f32], width: usize) {
     let arch = pulp::Arch::new();
     for xs in rows.chunks_exact_mut(width.max(1)) {
         arch.dispatch(SoftmaxRow { xs });

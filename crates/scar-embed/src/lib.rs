@@ -37,6 +37,8 @@ pub use cross_encoder::CrossEncoder;
 pub use device::DeviceChoice;
 pub use embedder::{EmbedOptions, EmbedProgress, Embedder, Embeddings, ModelInfo};
 pub use error::{EmbedError, Result};
+// Shared with the chat models' attention.
+pub use kernels::softmax_rows;
 pub use model::{
     DEFAULT_MODEL, KNOWN_MODELS, KnownModel, ModelFiles, ModelLocator, Pooling, known_model,
 };
