@@ -142,7 +142,9 @@ impl CustomOp3 for Causal {
                 let (item, head) = (pair / heads, pair % heads);
                 let kv_head = head / (heads / kv_heads);
                 let first = block * QUERY_BLOCK;
-                let mut context = parts[task].lock().unwrap_or_else(|e| e.into_inner());
+                let mut context = parts[task]
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                 let block = QueryBlock {
                     queries: q.rows(item, head, first),
                     query_stride: q.row_stride(),
