@@ -2,18 +2,18 @@
 //! through candle's tensors wrote every head's whole square of scores several times over (the
 //! product, the scale, the mask, the softmax with a scalar `exp`), half of it masked, and cost
 //! about as much as every weight matrix together (docs/PERFORMANCE.md). Here each task takes
-//! one head's next block of queries and only the keys they may see: `scale · Q·Kᵀ` in a buffer of its own,
-//! the soft cap and a vectorised softmax on each row's visible keys, then `P·V`. Keys and
-//! values are read where the cache keeps them (gemm takes any row stride), so nothing is
-//! copied; query head `h` reads key-value head `h / (heads / key-value heads)`.
+//! one head's next block of queries and only the keys they may see: `scale · Q·Kᵀ` in a
+//! buffer of its own, the soft cap and a vectorised softmax on each row's visible keys, then
+//! `P·V`. Keys and values are read where the cache keeps them (gemm takes any row stride), so
+//! nothing is copied; query head `h` reads key-value head `h / (heads / key-value heads)`.
 
 use std::sync::Mutex;
 
 use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Tensor};
 use gemm::Parallelism;
 
-/// Queries one task takes: their scores against every key they may see (a few thousand at
-/// most) stay in the core's cache.
+/// Queries one task takes: for prompts of a few thousand tokens, their scores against every
+/// key they may see stay in the core's cache.
 const QUERY_BLOCK: usize = 32;
 
 /// What a query sees: every earlier position and its own, and with `window` only the last
