@@ -4,10 +4,11 @@
 //! - [`Linear`]: one token goes through the quantized weights with quantized dot products
 //!   (decoding is bound by memory, and the quantized weights are the fewest bytes to read):
 //!   `Q8_0`, `Q4_0`, `Q4_1`, `Q4_K` and `Q5_0` weights through our products ([`PackedRows`],
-//!   AVX2 or AVX-512 VNNI) where the CPU has them, the rest through candle's kernels; a whole
-//!   prompt goes through one f32 matrix product with the weights dequantized for the call
-//!   (reading a prompt is bound by arithmetic, and the dequantization, one pass over the
-//!   weights, is shared by every row).
+//!   AVX2 or AVX-512 VNNI) where the CPU has them, the rest through candle's kernels. A whole
+//!   prompt is bound by arithmetic instead: on AVX-512 VNNI it goes through the same byte
+//!   products, many rows at once (`packed/batched.rs`); elsewhere through one f32 matrix
+//!   product with the weights dequantized for the call (one pass over the weights, shared by
+//!   every row).
 //! - [`KvCache`]: keys and values written in place into room that doubles when full, rather
 //!   than concatenated anew for every token.
 //! - [`attend`]: causal grouped-query attention, each query head reading its key-value head
@@ -64,13 +65,18 @@ impl Linear {
         let width = x.dim(D::Minus1)?;
         let rows = x.elem_count() / width;
         match self {
-            Self::Rows(matrix) if rows < BATCHED_ROWS => {
-                // Few rows: each through the quantized product.
+            Self::Rows(matrix) if rows < BATCHED_ROWS || matrix.multiplies_rows() => {
                 let values = x.flatten_all()?.to_vec1::<f32>()?;
-                let mut out = Vec::new();
-                for row in values.chunks_exact(width) {
-                    out.extend(matrix.product(row)?);
-                }
+                let out = if rows < BATCHED_ROWS {
+                    // Few rows: each through the quantized product.
+                    let mut out = Vec::new();
+                    for row in values.chunks_exact(width) {
+                        out.extend(matrix.product(row)?);
+                    }
+                    out
+                } else {
+                    matrix.product_rows(&values, rows)?
+                };
                 let mut shape = x.dims().to_vec();
                 if let Some(last) = shape.last_mut() {
                     *last = out.len() / rows;

@@ -33,15 +33,24 @@ pub fn decoding_instructions() -> Option<&'static str> {
     crate::packed::Kernel::best().map(crate::packed::Kernel::name)
 }
 
-/// How chat models decode on this CPU, as a person reads it: which weight formats go through
-/// our own products, on which instructions.
+/// How chat models decode and read prompts on this CPU, as a person reads it: which weight
+/// formats go through our own products, on which instructions.
 #[must_use]
 pub fn cpu_decoding() -> String {
     match decoding_instructions() {
-        Some(instructions) => format!(
-            "Q8_0, Q4_0, Q4_1, Q4_K and Q5_0 weights decoded on {instructions}, other formats \
-             through candle's kernels"
-        ),
+        Some(instructions) => {
+            let prompts = if crate::packed::Kernel::best()
+                .is_some_and(crate::packed::Kernel::multiplies_rows)
+            {
+                "prompts read with the same byte products"
+            } else {
+                "prompts read through f32 products"
+            };
+            format!(
+                "Q8_0, Q4_0, Q4_1, Q4_K and Q5_0 weights decoded on {instructions}, {prompts}, \
+                 other formats through candle's kernels"
+            )
+        }
         None => "every weight format through candle's kernels".to_owned(),
     }
 }

@@ -17,7 +17,10 @@
 //! the rest of the model (a second pool would compete with them for the cores).
 //!
 //! Used where the CPU has AVX2 (or AVX-512 VNNI) and rows are whole pairs of blocks; the rest
-//! stays on candle's kernels.
+//! stays on candle's kernels. On AVX-512 VNNI, prompts go through byte products too, many rows
+//! at once (`batched.rs`).
+
+mod batched;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -76,6 +79,12 @@ impl Kernel {
             kernels.push(Self::Avx2);
         }
         kernels
+    }
+
+    /// True where it also multiplies many rows at once, for prompts (`batched.rs`); elsewhere
+    /// prompts go through f32 products of the dequantized weights.
+    pub(crate) fn multiplies_rows(self) -> bool {
+        self == Self::Avx512Vnni
     }
 
     /// What it runs on, as a person reads it.
@@ -813,6 +822,60 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Many rows at once (the prompt's product) are, row by row, the file's weights times the
+    /// quantized activations, as one row's product is: over tiles of rows that do not fill the
+    /// last one, panels of columns that do not fill the last one, and more rows than a task
+    /// takes.
+    #[test]
+    fn products_of_many_rows_are_exact_on_the_files_weights() {
+        let kernel = Kernel::Avx512Vnni;
+        if !Kernel::all_here().contains(&kernel) {
+            eprintln!("skipped: this CPU has no AVX-512 VNNI, so prompts take the f32 product");
+            return;
+        }
+        let (rows, columns, outputs) = (75, 256, 70);
+        for dtype in FORMATS {
+            let weights = QTensor::quantize(&random(outputs, columns, 7), dtype).unwrap();
+            let packed = PackedRows::for_kernel(&weights, kernel).unwrap().unwrap();
+            assert!(packed.multiplies_rows());
+            let x = values(&random(rows, columns, 13));
+            let ours = packed.product_rows(&x, rows).unwrap();
+            assert_eq!(ours.len(), rows * outputs);
+            let file = values(&weights.dequantize(&Device::Cpu).unwrap());
+            for (x, ours) in x.chunks_exact(columns).zip(ours.chunks_exact(outputs)) {
+                let seen = as_quantized(x);
+                let one_row = packed.product(x).unwrap();
+                for ((weights, &value), &alone) in
+                    file.chunks_exact(columns).zip(ours).zip(&one_row)
+                {
+                    let exact: f64 = weights
+                        .iter()
+                        .zip(&seen)
+                        .map(|(&w, v)| f64::from(w) * v)
+                        .sum();
+                    let size: f64 = weights
+                        .iter()
+                        .zip(&seen)
+                        .map(|(&w, v)| (f64::from(w) * v).abs())
+                        .sum();
+                    for (what, got) in [("many rows", value), ("one row", alone)] {
+                        assert!(
+                            (f64::from(got) - exact).abs() <= 1e-5 * size,
+                            "{dtype:?}, {what}: {got} against {exact}"
+                        );
+                    }
+                }
+            }
+            assert!(packed.product_rows(&x[1..], rows).is_err());
+        }
+        let other = QTensor::quantize(&random(16, 64, 3), GgmlDType::Q8_0).unwrap();
+        let avx2 = PackedRows::for_kernel(&other, Kernel::Avx2)
+            .unwrap()
+            .unwrap();
+        assert!(!avx2.multiplies_rows());
+        assert!(avx2.product_rows(&[0.0; 64], 1).is_err());
     }
 
     /// Where candle quantizes the activations as we do (blocks of 32), both products agree.

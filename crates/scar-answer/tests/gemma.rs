@@ -15,11 +15,16 @@ fn gemma_path() -> PathBuf {
 }
 
 fn gemma() -> LocalModel {
+    load(&gemma_path())
+}
+
+/// A model on the CPU, as `scar ask` loads it.
+fn load(path: &std::path::Path) -> LocalModel {
     let options = LoadOptions {
         device: DeviceChoice::Cpu,
         requantize: true,
     };
-    LocalModel::load(&gemma_path(), &options).unwrap()
+    LocalModel::load(path, &options).unwrap()
 }
 
 #[test]
@@ -67,10 +72,20 @@ fn gemma3_tokenizes_as_llama_cpp_does() {
 
 #[test]
 fn gemma3_continues_greedily_as_llama_cpp_does() {
-    let question = prompt("What is the capital of France? Name the city.");
+    continues_as_llama_cpp(
+        &gemma_path(),
+        gemma(),
+        "What is the capital of France? Name the city.",
+    );
+}
+
+/// `model`, read from `path`, continues `question` greedily for 16 tokens as llama.cpp does on
+/// the same file (nothing is checked where llama.cpp is missing and allowed to be).
+fn continues_as_llama_cpp(path: &std::path::Path, mut model: LocalModel, question: &str) {
+    let question = prompt(question);
     let rendered = ChatTemplate::Gemma.render(&question.system, &question.user);
     let tokens = 16;
-    let Some(expected) = llama_cpp(&gemma_path(), &greedy_snippet(tokens), &rendered) else {
+    let Some(expected) = llama_cpp(path, &greedy_snippet(tokens), &rendered) else {
         return;
     };
     let params = GenerationParams {
@@ -78,10 +93,71 @@ fn gemma3_continues_greedily_as_llama_cpp_does() {
         repeat_penalty: 1.0,
         ..GenerationParams::default()
     };
-    let generation = gemma()
+    let generation = model
         .generate(&question, &params, &mut |_| ControlFlow::Continue(()))
         .unwrap();
+    assert!(!expected.is_empty());
     assert_eq!(generation.text.trim(), expected);
+}
+
+/// Gemma 3 270M in `Q8_0`, the format Ollama pulls for small models (none ships on PyPI): the
+/// `Q4_K_M` file's quantized matrices dequantized and quantized again to `Q8_0`, the rest and
+/// the metadata as they are.
+fn gemma3_q8_0_file(dir: &std::path::Path) -> PathBuf {
+    use candle_core::quantized::gguf_file::{self, Content, Value};
+    use candle_core::quantized::{GgmlDType, QTensor};
+
+    let mut file = std::fs::File::open(gemma_path()).unwrap();
+    let content = Content::read(&mut file).unwrap();
+    let device = candle_core::Device::Cpu;
+    let mut names: Vec<&String> = content.tensor_infos.keys().collect();
+    names.sort();
+    let tensors: Vec<(&str, QTensor)> = names
+        .into_iter()
+        .map(|name| {
+            let tensor = content.tensor(&mut file, name, &device).unwrap();
+            let tensor = match tensor.dtype() {
+                GgmlDType::F32 | GgmlDType::F16 => tensor,
+                _ => QTensor::quantize(&tensor.dequantize(&device).unwrap(), GgmlDType::Q8_0)
+                    .unwrap(),
+            };
+            (name.as_str(), tensor)
+        })
+        .collect();
+    // llama.cpp's number for a file of mostly Q8_0 tensors.
+    let file_type = Value::U32(7);
+    let metadata: Vec<(&str, &Value)> = content
+        .metadata
+        .iter()
+        .map(|(key, value)| {
+            let value = if key == "general.file_type" {
+                &file_type
+            } else {
+                value
+            };
+            (key.as_str(), value)
+        })
+        .collect();
+    let path = dir.join("gemma-3-270m-q8_0.gguf");
+    let mut out = std::fs::File::create(&path).unwrap();
+    let tensors: Vec<(&str, &QTensor)> = tensors.iter().map(|(n, t)| (*n, t)).collect();
+    gguf_file::write(&mut out, &metadata, &tensors).unwrap();
+    path
+}
+
+/// A `Q8_0` file: every matrix through our `Q8_0` products where the CPU has them (none
+/// converted at load), and the same greedy continuation as llama.cpp's on the same file.
+#[test]
+fn gemma3_in_q8_0_continues_greedily_as_llama_cpp_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = gemma3_q8_0_file(dir.path());
+    let model = load(&path);
+    assert_eq!(model.requantized_tensors(), 0);
+    continues_as_llama_cpp(
+        &path,
+        model,
+        "What is the capital of France? Name the city.",
+    );
 }
 
 /// A Gemma 2 file made from Gemma 3 270M's: its vocabulary and the weights of its first six
@@ -167,26 +243,11 @@ const QUERY_KEY_SCALE: f64 = 0.1;
 fn gemma2_continues_greedily_as_llama_cpp_does() {
     let dir = tempfile::tempdir().unwrap();
     let path = gemma2_file(dir.path());
-    let question = prompt("What is the capital of France? Name the city and one famous sight.");
-    let rendered = ChatTemplate::Gemma.render(&question.system, &question.user);
-    let tokens = 16;
-    let Some(expected) = llama_cpp(&path, &greedy_snippet(tokens), &rendered) else {
-        return;
-    };
-    let options = LoadOptions {
-        device: DeviceChoice::Cpu,
-        requantize: true,
-    };
-    let mut model = LocalModel::load(&path, &options).unwrap();
+    let model = load(&path);
     assert_eq!(model.template(), ChatTemplate::Gemma);
-    let params = GenerationParams {
-        max_tokens: tokens,
-        repeat_penalty: 1.0,
-        ..GenerationParams::default()
-    };
-    let generation = model
-        .generate(&question, &params, &mut |_| ControlFlow::Continue(()))
-        .unwrap();
-    assert!(!expected.is_empty());
-    assert_eq!(generation.text.trim(), expected);
+    continues_as_llama_cpp(
+        &path,
+        model,
+        "What is the capital of France? Name the city and one famous sight.",
+    );
 }
