@@ -16,7 +16,11 @@ use candle_core::quantized::gguf_file::Content;
 use candle_core::{D, Device, IndexOp, Module, Result, Tensor};
 use candle_transformers::quantized_nn::RmsNorm;
 
-use crate::decoder::{Linear, Rotary, SelfAttention, Settings, embeddings_and_head, soft_cap};
+use scar_embed::Gate;
+
+use crate::decoder::{
+    Linear, Rotary, SelfAttention, Settings, embeddings_and_head, gated, soft_cap,
+};
 
 /// Which Gemma a file holds, by its `general.architecture`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,7 +76,11 @@ impl Layer {
         let attended = self.attention.forward(&normed, position, rotary)?;
         let x = (x + self.post_attention_norm.forward(&attended)?)?;
         let h = self.feed_forward_norm.forward(&x)?;
-        let gated = (self.gate.forward(&h)?.gelu()? * self.up.forward(&h)?)?;
+        let gated = gated(
+            &self.gate.forward(&h)?,
+            &self.up.forward(&h)?,
+            Gate::GeluTanh,
+        )?;
         let fed = self.down.forward(&gated)?;
         x + self.post_feed_forward_norm.forward(&fed)?
     }

@@ -13,7 +13,9 @@ use candle_core::quantized::gguf_file::Content;
 use candle_core::{D, Device, IndexOp, Module, Result, Tensor};
 use candle_transformers::quantized_nn::RmsNorm;
 
-use crate::decoder::{Linear, Rotary, SelfAttention, Settings, embeddings_and_head};
+use scar_embed::Gate;
+
+use crate::decoder::{Linear, Rotary, SelfAttention, Settings, embeddings_and_head, gated};
 
 /// llama.cpp's rotary base when the file does not name one.
 const DEFAULT_ROPE_BASE: f32 = 10_000.0;
@@ -32,7 +34,7 @@ impl Layer {
         let normed = self.attention_norm.forward(x)?;
         let x = (x + self.attention.forward(&normed, position, rotary)?)?;
         let h = self.feed_forward_norm.forward(&x)?;
-        let gated = (candle_nn::ops::silu(&self.gate.forward(&h)?)? * self.up.forward(&h)?)?;
+        let gated = gated(&self.gate.forward(&h)?, &self.up.forward(&h)?, Gate::Silu)?;
         x + self.down.forward(&gated)?
     }
 }
