@@ -5,8 +5,8 @@
 //!   (decoding is bound by memory, and the quantized weights are the fewest bytes to read):
 //!   `Q8_0`, `Q4_0`, `Q4_1`, `Q4_K` and `Q5_0` weights through our products ([`PackedRows`],
 //!   AVX2 or AVX-512 VNNI) where the CPU has them, the rest through candle's kernels. A whole
-//!   prompt is bound by arithmetic instead: on AVX-512 VNNI it goes through the same byte
-//!   products, many rows at once (`packed/batched.rs`); elsewhere through one f32 matrix
+//!   prompt is bound by arithmetic instead: it goes through byte products too, many rows at
+//!   once (`packed/batched.rs`; on AVX2 all but `Q8_0`); the rest through one f32 matrix
 //!   product with the weights dequantized for the call (one pass over the weights, shared by
 //!   every row).
 //! - [`KvCache`]: keys and values written in place into room that doubles when full, rather

@@ -37,20 +37,13 @@ pub fn decoding_instructions() -> Option<&'static str> {
 /// formats go through our own products, on which instructions.
 #[must_use]
 pub fn cpu_decoding() -> String {
-    match decoding_instructions() {
-        Some(instructions) => {
-            let prompts = if crate::packed::Kernel::best()
-                .is_some_and(crate::packed::Kernel::multiplies_rows)
-            {
-                "prompts read with the same byte products"
-            } else {
-                "prompts read through f32 products"
-            };
-            format!(
-                "Q8_0, Q4_0, Q4_1, Q4_K and Q5_0 weights decoded on {instructions}, {prompts}, \
-                 other formats through candle's kernels"
-            )
-        }
+    match crate::packed::Kernel::best() {
+        Some(kernel) => format!(
+            "Q8_0, Q4_0, Q4_1, Q4_K and Q5_0 weights decoded on {}, and prompts of {} of these \
+             formats read in its byte products; other formats through candle's kernels",
+            kernel.name(),
+            kernel.prompt_formats()
+        ),
         None => "every weight format through candle's kernels".to_owned(),
     }
 }

@@ -17,8 +17,8 @@
 //! the rest of the model (a second pool would compete with them for the cores).
 //!
 //! Used where the CPU has AVX2 (or AVX-512 VNNI) and rows are whole pairs of blocks; the rest
-//! stays on candle's kernels. On AVX-512 VNNI, prompts go through byte products too, many rows
-//! at once (`batched.rs`).
+//! stays on candle's kernels. Prompts go through byte products too, many rows at once
+//! (`batched.rs`).
 
 mod batched;
 
@@ -81,10 +81,19 @@ impl Kernel {
         kernels
     }
 
-    /// True where it also multiplies many rows at once, for prompts (`batched.rs`); elsewhere
-    /// prompts go through f32 products of the dequantized weights.
-    pub(crate) fn multiplies_rows(self) -> bool {
-        self == Self::Avx512Vnni
+    /// True where it also multiplies many rows of `format` at once, for prompts (`batched.rs`);
+    /// elsewhere prompts go through f32 products of the dequantized weights. AVX2's 16-bit pair
+    /// sums take weights of at most 5 bits, not `Q8_0`'s.
+    fn multiplies_rows(self, format: Format) -> bool {
+        self == Self::Avx512Vnni || format != Format::Q8_0
+    }
+
+    /// The formats whose prompts it reads in byte products, as a person reads it.
+    pub(crate) fn prompt_formats(self) -> &'static str {
+        match self {
+            Self::Avx512Vnni => "all five",
+            Self::Avx2 => "all but Q8_0",
+        }
     }
 
     /// What it runs on, as a person reads it.
@@ -825,57 +834,93 @@ mod tests {
     }
 
     /// Many rows at once (the prompt's product) are, row by row, the file's weights times the
-    /// quantized activations, as one row's product is: over tiles of rows that do not fill the
-    /// last one, panels of columns that do not fill the last one, and more rows than a task
-    /// takes.
+    /// quantized activations, as one row's product is: on every kernel here, over tiles of rows
+    /// that do not fill the last one, panels of columns that do not fill the last one, and more
+    /// rows than a task takes.
     #[test]
     fn products_of_many_rows_are_exact_on_the_files_weights() {
-        let kernel = Kernel::Avx512Vnni;
-        if !Kernel::all_here().contains(&kernel) {
-            eprintln!("skipped: this CPU has no AVX-512 VNNI, so prompts take the f32 product");
-            return;
+        if Kernel::all_here().is_empty() {
+            eprintln!("skipped: this CPU has neither AVX2 nor AVX-512 VNNI");
         }
         let (rows, columns, outputs) = (75, 256, 70);
-        for dtype in FORMATS {
-            let weights = QTensor::quantize(&random(outputs, columns, 7), dtype).unwrap();
-            let packed = PackedRows::for_kernel(&weights, kernel).unwrap().unwrap();
-            assert!(packed.multiplies_rows());
-            let x = values(&random(rows, columns, 13));
-            let ours = packed.product_rows(&x, rows).unwrap();
-            assert_eq!(ours.len(), rows * outputs);
-            let file = values(&weights.dequantize(&Device::Cpu).unwrap());
-            for (x, ours) in x.chunks_exact(columns).zip(ours.chunks_exact(outputs)) {
-                let seen = as_quantized(x);
-                let one_row = packed.product(x).unwrap();
-                for ((weights, &value), &alone) in
-                    file.chunks_exact(columns).zip(ours).zip(&one_row)
-                {
-                    let exact: f64 = weights
-                        .iter()
-                        .zip(&seen)
-                        .map(|(&w, v)| f64::from(w) * v)
-                        .sum();
-                    let size: f64 = weights
-                        .iter()
-                        .zip(&seen)
-                        .map(|(&w, v)| (f64::from(w) * v).abs())
-                        .sum();
-                    for (what, got) in [("many rows", value), ("one row", alone)] {
-                        assert!(
-                            (f64::from(got) - exact).abs() <= 1e-5 * size,
-                            "{dtype:?}, {what}: {got} against {exact}"
-                        );
+        for kernel in Kernel::all_here() {
+            for dtype in FORMATS {
+                let weights = QTensor::quantize(&random(outputs, columns, 7), dtype).unwrap();
+                let packed = PackedRows::for_kernel(&weights, kernel).unwrap().unwrap();
+                let x = values(&random(rows, columns, 13));
+                if !packed.multiplies_rows() {
+                    assert_eq!((kernel, dtype), (Kernel::Avx2, GgmlDType::Q8_0));
+                    assert!(packed.product_rows(&x, rows).is_err());
+                    continue;
+                }
+                let ours = packed.product_rows(&x, rows).unwrap();
+                assert_eq!(ours.len(), rows * outputs);
+                let file = values(&weights.dequantize(&Device::Cpu).unwrap());
+                for (x, ours) in x.chunks_exact(columns).zip(ours.chunks_exact(outputs)) {
+                    let seen = as_quantized(x);
+                    let one_row = packed.product(x).unwrap();
+                    for ((weights, &value), &alone) in
+                        file.chunks_exact(columns).zip(ours).zip(&one_row)
+                    {
+                        let exact: f64 = weights
+                            .iter()
+                            .zip(&seen)
+                            .map(|(&w, v)| f64::from(w) * v)
+                            .sum();
+                        let size: f64 = weights
+                            .iter()
+                            .zip(&seen)
+                            .map(|(&w, v)| (f64::from(w) * v).abs())
+                            .sum();
+                        for (what, got) in [("many rows", value), ("one row", alone)] {
+                            assert!(
+                                (f64::from(got) - exact).abs() <= 1e-5 * size,
+                                "{kernel:?} {dtype:?}, {what}: {got} against {exact}"
+                            );
+                        }
                     }
                 }
+                assert!(packed.product_rows(&x[1..], rows).is_err());
             }
-            assert!(packed.product_rows(&x[1..], rows).is_err());
         }
-        let other = QTensor::quantize(&random(16, 64, 3), GgmlDType::Q8_0).unwrap();
-        let avx2 = PackedRows::for_kernel(&other, Kernel::Avx2)
+    }
+
+    /// The largest weights AVX2's 16-bit pair sums take: 5-bit weights of 31 against
+    /// activations of ±127 in every place, where a sum of four groups' pairs comes closest to
+    /// overflowing.
+    #[test]
+    fn the_largest_five_bit_weights_do_not_overflow_avx2s_pair_sums() {
+        if !Kernel::all_here().contains(&Kernel::Avx2) {
+            eprintln!("skipped: this CPU has no AVX2");
+            return;
+        }
+        // Q5_0 quantizes a block whose largest magnitude is negative to −16 · scale: after the
+        // first value, every weight of each block is 31 (before its minimum of −16).
+        let block: Vec<f32> = (0..32)
+            .map(|i| if i == 0 { -1.0 } else { 1.0 - 2.0 / 31.0 })
+            .collect();
+        let weight_values: Vec<f32> = block.iter().cycle().take(16 * 64).copied().collect();
+        let weight_tensor = Tensor::from_vec(weight_values, (16, 64), &Device::Cpu).unwrap();
+        let weights = QTensor::quantize(&weight_tensor, GgmlDType::Q5_0).unwrap();
+        let packed = PackedRows::for_kernel(&weights, Kernel::Avx2)
             .unwrap()
             .unwrap();
-        assert!(!avx2.multiplies_rows());
-        assert!(avx2.product_rows(&[0.0; 64], 1).is_err());
+        let x = vec![1.0f32; 16 * 64];
+        let ours = packed.product_rows(&x, 16).unwrap();
+        let file = values(&weights.dequantize(&Device::Cpu).unwrap());
+        for (x, ours) in x.chunks_exact(64).zip(ours.chunks_exact(16)) {
+            for (weights, &value) in file.chunks_exact(64).zip(ours) {
+                let exact: f64 = weights
+                    .iter()
+                    .zip(x)
+                    .map(|(&w, &v)| f64::from(w) * f64::from(v))
+                    .sum();
+                assert!(
+                    (f64::from(value) - exact).abs() <= 1e-4 * exact.abs().max(1.0),
+                    "{value} against {exact}"
+                );
+            }
+        }
     }
 
     /// Where candle quantizes the activations as we do (blocks of 32), both products agree.

@@ -1,22 +1,28 @@
-//! Many rows at once: a prompt's activations times a quantized matrix in bytes, on AVX-512 VNNI.
+//! Many rows at once: a prompt's activations times a quantized matrix in byte products.
 //!
-//! Reading a prompt is bound by arithmetic, not by the weights' bytes, and one `vpdpbusd` does
-//! 64 byte products where an f32 multiply-add does 16. For each call, the matrix's weights are
+//! Reading a prompt is bound by arithmetic, not by the weights' bytes, and byte products do
+//! more per instruction than f32 multiply-adds. For each call, the matrix's weights are
 //! unpacked once into panels of 16 output columns, one unsigned byte a weight (a nibble, a
 //! nibble and its fifth bit, or a `Q8_0` weight plus 128) with an f32 scale and minimum per
 //! column and block of 32: weight = scale · byte + minimum, the file's weights exactly. A
-//! panel's 4 consecutive inputs for its 16 columns are one 512-bit load. The activations are
-//! quantized per block of 32 to signed bytes, as for decoding and as llama.cpp does for its
-//! prompts. Each block's 32 byte products then sum exactly in i32 for 8 rows and 16 columns at
-//! once, and only then turn into f32: scaled by both scales, plus the minimum times the
-//! activations' block sum. Writing the bytes costs a quarter of the f32 weights that the
-//! dequantized product writes, and the tiles read them from the core's caches.
+//! panel's 4 consecutive inputs for its 16 columns are 64 consecutive bytes. The activations
+//! are quantized per block of 32 to signed bytes, as for decoding and as llama.cpp does for its
+//! prompts. Each block's 32 byte products sum exactly in integers for 8 rows and 16 columns,
+//! and only then turn into f32: scaled by both scales, plus the minimum times the activations'
+//! block sum. Two kernels read the panels:
+//! - AVX-512 VNNI: one `vpdpbusd` a row and group, 64 products into 16 i32 sums;
+//! - AVX2: half a panel at a time, `vpmaddubsw` into 16-bit pair sums, four groups of them
+//!   added before `vpmaddwd` widens them to i32. Weights of at most 5 bits keep those sums
+//!   under 2¹⁵; `Q8_0`'s bytes would not, so its prompts stay on the f32 product there.
+//!
+//! Writing the bytes costs a quarter of the f32 weights that the dequantized product writes,
+//! and the tiles read them from the core's caches.
 
 use std::sync::Mutex;
 
 use candle_core::Result;
 
-use super::{BLOCK, Format, PackedRows};
+use super::{BLOCK, Format, Kernel, PackedRows};
 
 /// Inputs one lane of `vpdpbusd` sums.
 const GROUP: usize = 4;
@@ -37,6 +43,7 @@ type Parts<'a, T> = Mutex<(&'a mut [T], &'a mut [f32], &'a mut [f32])>;
 /// · 4 + j` is column `16p + l`'s input `32b + 4g + j`; `scales` and `minimums` at
 /// `(p · blocks + b) · 16 + l`. Columns past the matrix have zero weights, scales and minimums.
 struct Panels {
+    kernel: Kernel,
     bytes: Vec<u8>,
     scales: Vec<f32>,
     minimums: Vec<f32>,
@@ -72,7 +79,7 @@ impl Panels {
             for tile_row in (0..task_rows).step_by(TILE_ROWS) {
                 let tile = activations.tile(first_row + tile_row);
                 let mut tile_sums = [[0f32; LANES]; TILE_ROWS];
-                x86::tile(&tile, &weights, &mut tile_sums);
+                x86::tile(self.kernel, &tile, &weights, &mut tile_sums);
                 for (row, values) in tile_sums.iter().enumerate().take(task_rows - tile_row) {
                     let at = (tile_row + row) * width + index * LANES;
                     sums[at..at + LANES].copy_from_slice(values);
@@ -94,9 +101,10 @@ struct Quantized {
 }
 
 impl PackedRows {
-    /// True where [`Self::product_rows`] runs: a CPU with AVX-512 VNNI.
+    /// True where [`Self::product_rows`] runs: every format on AVX-512 VNNI, all but `Q8_0` on
+    /// AVX2, whose 16-bit pair sums `Q8_0`'s bytes (up to 255) would overflow.
     pub(crate) fn multiplies_rows(&self) -> bool {
-        self.kernel.multiplies_rows()
+        self.kernel.multiplies_rows(self.format)
     }
 
     /// `x · Wᵀ` for `rows` rows of `columns` values each (`x` row after row): `rows · self.rows`
@@ -104,7 +112,7 @@ impl PackedRows {
     /// [`Self::product`] computes one row's, summed in another order.
     pub(crate) fn product_rows(&self, x: &[f32], rows: usize) -> Result<Vec<f32>> {
         if !self.multiplies_rows() {
-            candle_core::bail!("the batched product runs on AVX-512 VNNI only");
+            candle_core::bail!("the batched product does not run on this CPU and format");
         }
         if x.len() != rows * self.columns {
             candle_core::bail!(
@@ -114,7 +122,7 @@ impl PackedRows {
             );
         }
         let panels = self.panels();
-        let activations = Quantized::new(x, rows, self.columns);
+        let activations = Quantized::new(x, rows, self.columns, self.kernel);
         let panel_count = panels.scales.len() / panels.panel_scales();
         let row_tasks = rows.div_ceil(TASK_ROWS);
         // Enough tasks for every thread, even for a short prompt: split the columns too.
@@ -157,6 +165,7 @@ impl PackedRows {
         let blocks = self.columns / BLOCK;
         let panel_count = self.rows.div_ceil(LANES);
         let mut panels = Panels {
+            kernel: self.kernel,
             bytes: vec![0; panel_count * blocks * BLOCK * LANES],
             scales: vec![0.0; panel_count * blocks * LANES],
             minimums: vec![0.0; panel_count * blocks * LANES],
@@ -226,7 +235,7 @@ impl PackedRows {
 }
 
 impl Quantized {
-    fn new(x: &[f32], rows: usize, columns: usize) -> Self {
+    fn new(x: &[f32], rows: usize, columns: usize, kernel: Kernel) -> Self {
         let blocks = columns / BLOCK;
         let padded = rows.div_ceil(TILE_ROWS) * TILE_ROWS;
         let mut quantized = Self {
@@ -249,7 +258,7 @@ impl Quantized {
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
                 let (bytes, scales, sums) = &mut *part;
-                x86::quantize_row(&x[row * columns..][..columns], bytes, scales, sums);
+                x86::quantize_row(kernel, &x[row * columns..][..columns], bytes, scales, sums);
             }
         });
         drop(parts);
@@ -309,27 +318,35 @@ fn quantize_row(row: &[f32], bytes: &mut [i8], scales: &mut [f32], block_sums: &
 
 #[allow(unsafe_code)]
 mod x86 {
-    use super::{BLOCK, GROUP, GROUPS, LANES, PanelRef, TILE_ROWS, Tile};
+    use super::{BLOCK, GROUP, GROUPS, Kernel, LANES, PanelRef, TILE_ROWS, Tile};
 
-    /// [`super::quantize_row`] compiled for AVX-512, which the tile's CPU has: every row of a
-    /// prompt is quantized for every matrix, and the portable build's rounding is scalar.
+    /// [`super::quantize_row`] compiled for the kernel's instructions: every row of a prompt is
+    /// quantized for every matrix, and the portable build's rounding is scalar.
     pub(super) fn quantize_row(
+        kernel: Kernel,
         row: &[f32],
         bytes: &mut [i8],
         scales: &mut [f32],
         block_sums: &mut [f32],
     ) {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: only `product_rows` quantizes, which runs on AVX-512 VNNI CPUs only.
+        // SAFETY: a `Kernel` is made only where the CPU has its instructions.
         unsafe {
-            avx512::quantize_row(row, bytes, scales, block_sums);
+            match kernel {
+                Kernel::Avx512Vnni => avx512::quantize_row(row, bytes, scales, block_sums),
+                Kernel::Avx2 => avx2::quantize_row(row, bytes, scales, block_sums),
+            }
         }
         #[cfg(not(target_arch = "x86_64"))]
-        super::quantize_row(row, bytes, scales, block_sums);
+        {
+            let _ = kernel;
+            super::quantize_row(row, bytes, scales, block_sums);
+        }
     }
 
     /// The sums of a tile of rows against a panel, into `out[row]`.
     pub(super) fn tile(
+        kernel: Kernel,
         tile: &Tile<'_>,
         weights: &PanelRef<'_>,
         out: &mut [[f32; LANES]; TILE_ROWS],
@@ -342,14 +359,23 @@ mod x86 {
         assert_eq!(weights.scales.len(), blocks * LANES);
         assert_eq!(weights.minimums.len(), blocks * LANES);
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: only `product_rows` runs tiles, on AVX-512 VNNI CPUs only; the lengths were
+        // SAFETY: a `Kernel` is made only where the CPU has its instructions; the lengths were
         // checked above.
         unsafe {
-            avx512::tile(tile, weights, out);
+            match kernel {
+                Kernel::Avx512Vnni => avx512::tile(tile, weights, out),
+                Kernel::Avx2 => {
+                    for half in 0..2 {
+                        for first in [0, TILE_ROWS / 2] {
+                            avx2::quarter(tile, weights, half, first, out);
+                        }
+                    }
+                }
+            }
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            let _ = out;
+            let _ = (kernel, out);
             unreachable!("the batched product runs on x86-64 only")
         }
     }
@@ -428,6 +454,109 @@ mod x86 {
             for (out, sum) in out.iter_mut().zip(&sums) {
                 // SAFETY: each row of `out` holds 16 f32.
                 unsafe { _mm512_storeu_ps(out.as_mut_ptr(), *sum) };
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    mod avx2 {
+        use std::arch::x86_64::{
+            __m256, __m256i, _mm256_add_epi16, _mm256_add_epi32, _mm256_cvtepi32_ps,
+            _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_loadu_si256, _mm256_madd_epi16,
+            _mm256_maddubs_epi16, _mm256_mul_ps, _mm256_set1_epi16, _mm256_set1_epi32,
+            _mm256_set1_ps, _mm256_setzero_ps, _mm256_setzero_si256, _mm256_storeu_ps,
+        };
+
+        use super::{BLOCK, GROUP, GROUPS, LANES, PanelRef, TILE_ROWS, Tile};
+
+        /// Half a panel's columns.
+        const HALF: usize = LANES / 2;
+        /// Rows a quarter of the tile takes.
+        const ROWS: usize = TILE_ROWS / 2;
+        /// Groups whose 16-bit pair sums add up before they widen: a pair sum is at most
+        /// 2 · 31 · 127 = 7,874 (weights of at most 5 bits), four of them 31,496, under 2¹⁵.
+        const NARROW_GROUPS: usize = 4;
+
+        #[target_feature(enable = "avx2,fma")]
+        pub(super) fn quantize_row(
+            row: &[f32],
+            bytes: &mut [i8],
+            scales: &mut [f32],
+            block_sums: &mut [f32],
+        ) {
+            super::super::quantize_row(row, bytes, scales, block_sums);
+        }
+
+        /// 4 rows from `first` × the 8 columns of the panel's `half`: for each block, 8 groups
+        /// of 4 inputs, each one load of the half panel's bytes and per row a `vpmaddubsw`
+        /// (weights unsigned, activations signed) into 16-bit pair sums, widened to i32 every
+        /// four groups by `vpmaddwd`; then the block's sums scaled into the f32 sums.
+        #[target_feature(enable = "avx2,fma")]
+        pub(super) unsafe fn quarter(
+            tile: &Tile<'_>,
+            weights: &PanelRef<'_>,
+            half: usize,
+            first: usize,
+            out: &mut [[f32; LANES]; TILE_ROWS],
+        ) {
+            assert!(half < 2 && first + ROWS <= TILE_ROWS);
+            let blocks = tile.blocks;
+            let row_bytes = blocks * BLOCK;
+            let activations = tile.bytes.as_ptr();
+            let panel = weights.bytes.as_ptr();
+            let ones = _mm256_set1_epi16(1);
+            let mut sums: [__m256; ROWS] = [_mm256_setzero_ps(); ROWS];
+            for block in 0..blocks {
+                let mut dots: [__m256i; ROWS] = [_mm256_setzero_si256(); ROWS];
+                for narrow in (0..GROUPS).step_by(NARROW_GROUPS) {
+                    let mut pairs: [__m256i; ROWS] = [_mm256_setzero_si256(); ROWS];
+                    for group in narrow..narrow + NARROW_GROUPS {
+                        // SAFETY: the panel holds `blocks` blocks of 8 groups of 16 lanes × 4
+                        // bytes, of which this reads one half's 8 lanes, and each row `blocks ·
+                        // 32` bytes (checked by the caller); the loads are unaligned.
+                        unsafe {
+                            let column = _mm256_loadu_si256(
+                                panel
+                                    .add(((block * GROUPS + group) * LANES + half * HALF) * GROUP)
+                                    .cast(),
+                            );
+                            for (row, pair) in pairs.iter_mut().enumerate() {
+                                let four = activations
+                                    .add((first + row) * row_bytes + block * BLOCK + group * GROUP)
+                                    .cast::<i32>()
+                                    .read_unaligned();
+                                let products =
+                                    _mm256_maddubs_epi16(column, _mm256_set1_epi32(four));
+                                *pair = _mm256_add_epi16(*pair, products);
+                            }
+                        }
+                    }
+                    for (dot, pair) in dots.iter_mut().zip(&pairs) {
+                        *dot = _mm256_add_epi32(*dot, _mm256_madd_epi16(*pair, ones));
+                    }
+                }
+                // SAFETY: as above, for the half's 8 scales and minimums and the rows' block
+                // scales and sums.
+                unsafe {
+                    let at = block * LANES + half * HALF;
+                    let scale = _mm256_loadu_ps(weights.scales.as_ptr().add(at));
+                    let minimum = _mm256_loadu_ps(weights.minimums.as_ptr().add(at));
+                    for (row, (sum, dot)) in sums.iter_mut().zip(&dots).enumerate() {
+                        let at = (first + row) * blocks + block;
+                        let both =
+                            _mm256_mul_ps(scale, _mm256_set1_ps(*tile.scales.get_unchecked(at)));
+                        *sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(*dot), both, *sum);
+                        *sum = _mm256_fmadd_ps(
+                            minimum,
+                            _mm256_set1_ps(*tile.block_sums.get_unchecked(at)),
+                            *sum,
+                        );
+                    }
+                }
+            }
+            for (row, sum) in sums.iter().enumerate() {
+                // SAFETY: each row of `out` holds 16 f32, of which this writes one half.
+                unsafe { _mm256_storeu_ps(out[first + row].as_mut_ptr().add(half * HALF), *sum) };
             }
         }
     }
