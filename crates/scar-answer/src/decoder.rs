@@ -6,9 +6,9 @@
 //!   `Q8_0`, `Q4_0`, `Q4_1`, `Q4_K` and `Q5_0` weights through our products ([`PackedRows`],
 //!   AVX2 or AVX-512 VNNI) where the CPU has them, the rest through candle's kernels. A whole
 //!   prompt is bound by arithmetic instead: it goes through byte products too, many rows at
-//!   once (`packed/batched.rs`; on AVX2 all but `Q8_0`); the rest through one f32 matrix
-//!   product with the weights dequantized for the call (one pass over the weights, shared by
-//!   every row).
+//!   once (`packed/batched.rs`: these formats and `Q6_K`, on AVX2 all but `Q8_0`); the rest
+//!   through one f32 matrix product with the weights dequantized for the call (one pass over
+//!   the weights, shared by every row).
 //! - [`KvCache`]: keys and values written in place into room that doubles when full, rather
 //!   than concatenated anew for every token.
 //! - [`attend`]: causal grouped-query attention, each query head reading its key-value head
@@ -22,7 +22,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use candle_core::quantized::gguf_file::{Content, Value};
-use candle_core::quantized::{QMatMul, QTensor};
+use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{CpuStorage, CustomOp2, D, DType, Device, Layout, Module, Result, Shape, Tensor};
 use candle_transformers::quantized_nn::RmsNorm;
 
@@ -79,11 +79,7 @@ impl Linear {
                 } else {
                     matrix.product_rows(&values, rows)?
                 };
-                let mut shape = x.dims().to_vec();
-                if let Some(last) = shape.last_mut() {
-                    *last = out.len() / rows;
-                }
-                Tensor::from_vec(out, shape, x.device())
+                rows_like(out, x, rows)
             }
             Self::Rows(matrix) => x.broadcast_matmul(&matrix.dequantize(x.device())?.t()?),
             Self::Candle { weight, quantized } => {
@@ -91,10 +87,25 @@ impl Linear {
                 if rows < BATCHED_ROWS || !batched {
                     return quantized.forward(x);
                 }
+                if weight.dtype() == GgmlDType::Q6K {
+                    let values = x.flatten_all()?.to_vec1::<f32>()?;
+                    if let Some(out) = crate::packed::six_bit_product_rows(weight, &values, rows)? {
+                        return rows_like(out, x, rows);
+                    }
+                }
                 x.broadcast_matmul(&weight.dequantize(x.device())?.t()?)
             }
         }
     }
+}
+
+/// `rows` rows of `out` in `x`'s shape but for the last dimension.
+fn rows_like(out: Vec<f32>, x: &Tensor, rows: usize) -> Result<Tensor> {
+    let mut shape = x.dims().to_vec();
+    if let Some(last) = shape.last_mut() {
+        *last = out.len() / rows;
+    }
+    Tensor::from_vec(out, shape, x.device())
 }
 
 /// Values a task of the gated activation takes: enough to outweigh handing it out.

@@ -39,8 +39,8 @@ pub fn decoding_instructions() -> Option<&'static str> {
 pub fn cpu_decoding() -> String {
     match crate::packed::Kernel::best() {
         Some(kernel) => format!(
-            "Q8_0, Q4_0, Q4_1, Q4_K and Q5_0 weights decoded on {}, and prompts of {} of these \
-             formats read in its byte products; other formats through candle's kernels",
+            "Q8_0, Q4_0, Q4_1, Q4_K and Q5_0 weights decoded on {}, prompts of {} weights read \
+             in its byte products; other formats through candle's kernels",
             kernel.name(),
             kernel.prompt_formats()
         ),

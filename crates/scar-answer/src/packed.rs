@@ -22,6 +22,8 @@
 
 mod batched;
 
+pub(crate) use batched::six_bit_product_rows;
+
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use candle_core::quantized::{GgmlDType, QTensor};
@@ -79,21 +81,6 @@ impl Kernel {
             kernels.push(Self::Avx2);
         }
         kernels
-    }
-
-    /// True where it also multiplies many rows of `format` at once, for prompts (`batched.rs`);
-    /// elsewhere prompts go through f32 products of the dequantized weights. AVX2's 16-bit pair
-    /// sums take weights of at most 5 bits, not `Q8_0`'s.
-    fn multiplies_rows(self, format: Format) -> bool {
-        self == Self::Avx512Vnni || format != Format::Q8_0
-    }
-
-    /// The formats whose prompts it reads in byte products, as a person reads it.
-    pub(crate) fn prompt_formats(self) -> &'static str {
-        match self {
-            Self::Avx512Vnni => "all five",
-            Self::Avx2 => "all but Q8_0",
-        }
     }
 
     /// What it runs on, as a person reads it.
@@ -799,6 +786,18 @@ mod tests {
         out
     }
 
+    /// The product of a row of weights and the quantized activations `seen`, in f64, and the
+    /// sum of its terms' magnitudes (what f32's rounding errors scale with).
+    fn exact_and_size(weights: &[f32], seen: &[f64]) -> (f64, f64) {
+        weights
+            .iter()
+            .zip(seen)
+            .map(|(&w, v)| f64::from(w) * v)
+            .fold((0.0, 0.0), |(sum, size), term| {
+                (sum + term, size + term.abs())
+            })
+    }
+
     /// Each kernel's product is the file's weights (as candle dequantizes them) times the
     /// quantized activations, to f32's rounding of the sums.
     #[test]
@@ -817,12 +816,7 @@ mod tests {
                 let file = values(&weights.dequantize(&Device::Cpu).unwrap());
                 let seen = as_quantized(&x);
                 for (row, &value) in file.chunks_exact(768).zip(&ours) {
-                    let exact: f64 = row.iter().zip(&seen).map(|(&w, v)| f64::from(w) * v).sum();
-                    let size: f64 = row
-                        .iter()
-                        .zip(&seen)
-                        .map(|(&w, v)| (f64::from(w) * v).abs())
-                        .sum();
+                    let (exact, size) = exact_and_size(row, &seen);
                     let error = (f64::from(value) - exact).abs();
                     assert!(
                         error <= 1e-5 * size,
@@ -862,16 +856,7 @@ mod tests {
                     for ((weights, &value), &alone) in
                         file.chunks_exact(columns).zip(ours).zip(&one_row)
                     {
-                        let exact: f64 = weights
-                            .iter()
-                            .zip(&seen)
-                            .map(|(&w, v)| f64::from(w) * v)
-                            .sum();
-                        let size: f64 = weights
-                            .iter()
-                            .zip(&seen)
-                            .map(|(&w, v)| (f64::from(w) * v).abs())
-                            .sum();
+                        let (exact, size) = exact_and_size(weights, &seen);
                         for (what, got) in [("many rows", value), ("one row", alone)] {
                             assert!(
                                 (f64::from(got) - exact).abs() <= 1e-5 * size,
@@ -885,39 +870,103 @@ mod tests {
         }
     }
 
-    /// The largest weights AVX2's 16-bit pair sums take: 5-bit weights of 31 against
-    /// activations of ±127 in every place, where a sum of four groups' pairs comes closest to
-    /// overflowing.
+    /// A `Q6_K` super-block's spans, unpacked, are the file's weights as candle dequantizes
+    /// them (to f32's rounding of scale · weight + minimum).
     #[test]
-    fn the_largest_five_bit_weights_do_not_overflow_avx2s_pair_sums() {
+    fn q6_k_spans_are_the_files_weights() {
+        let weights = QTensor::quantize(&random(3, 512, 5), GgmlDType::Q6K).unwrap();
+        let file = values(&weights.dequantize(&Device::Cpu).unwrap());
+        let data = weights.data().unwrap();
+        let mut unpacked = [0u8; 16];
+        for (super_block, bytes) in data.chunks_exact(batched::Q6_K_BLOCK_BYTES).enumerate() {
+            for span in 0..16 {
+                let (scale, minimum) = batched::q6_k_span(bytes, span, &mut unpacked);
+                let at = super_block * SUPER_BLOCK + span * 16;
+                for (&u, &expected) in unpacked.iter().zip(&file[at..at + 16]) {
+                    assert!(u < 64);
+                    let ours = scale.mul_add(f32::from(u), minimum);
+                    assert!((ours - expected).abs() <= 1e-6, "{ours} against {expected}");
+                }
+            }
+        }
+    }
+
+    /// `Q6_K` prompts in byte products on every kernel here, against the file's weights times
+    /// the quantized activations.
+    #[test]
+    fn six_bit_products_of_many_rows_are_exact_on_the_files_weights() {
+        let (rows, columns, outputs) = (21, 512, 40);
+        let weights = QTensor::quantize(&random(outputs, columns, 9), GgmlDType::Q6K).unwrap();
+        let file = values(&weights.dequantize(&Device::Cpu).unwrap());
+        let x = values(&random(rows, columns, 17));
+        for kernel in Kernel::all_here() {
+            let ours = batched::six_bit_product_rows_on(kernel, &weights, &x, rows)
+                .unwrap()
+                .unwrap();
+            for (x, ours) in x.chunks_exact(columns).zip(ours.chunks_exact(outputs)) {
+                let seen = as_quantized(x);
+                for (weights, &value) in file.chunks_exact(columns).zip(ours) {
+                    let (exact, size) = exact_and_size(weights, &seen);
+                    assert!(
+                        (f64::from(value) - exact).abs() <= 1e-5 * size,
+                        "{kernel:?}: {value} against {exact}"
+                    );
+                }
+            }
+        }
+        let other = QTensor::quantize(&random(4, 256, 3), GgmlDType::Q4K).unwrap();
+        assert!(
+            six_bit_product_rows(&other, &[0.0; 4 * 256], 4)
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    /// The largest weights AVX2's 16-bit pair sums take, 5-bit (`Q5_0`) and 6-bit (`Q6_K`),
+    /// against activations of 127 in every place, where the pair sums added before widening
+    /// come closest to overflowing.
+    #[test]
+    fn the_largest_weights_do_not_overflow_avx2s_pair_sums() {
         if !Kernel::all_here().contains(&Kernel::Avx2) {
             eprintln!("skipped: this CPU has no AVX2");
             return;
         }
-        // Q5_0 quantizes a block whose largest magnitude is negative to −16 · scale: after the
-        // first value, every weight of each block is 31 (before its minimum of −16).
-        let block: Vec<f32> = (0..32)
-            .map(|i| if i == 0 { -1.0 } else { 1.0 - 2.0 / 31.0 })
-            .collect();
-        let weight_values: Vec<f32> = block.iter().cycle().take(16 * 64).copied().collect();
-        let weight_tensor = Tensor::from_vec(weight_values, (16, 64), &Device::Cpu).unwrap();
-        let weights = QTensor::quantize(&weight_tensor, GgmlDType::Q5_0).unwrap();
-        let packed = PackedRows::for_kernel(&weights, Kernel::Avx2)
-            .unwrap()
-            .unwrap();
-        let x = vec![1.0f32; 16 * 64];
-        let ours = packed.product_rows(&x, 16).unwrap();
-        let file = values(&weights.dequantize(&Device::Cpu).unwrap());
-        for (x, ours) in x.chunks_exact(64).zip(ours.chunks_exact(16)) {
-            for (weights, &value) in file.chunks_exact(64).zip(ours) {
-                let exact: f64 = weights
-                    .iter()
-                    .zip(x)
-                    .map(|(&w, &v)| f64::from(w) * f64::from(v))
-                    .sum();
+        // A block whose largest magnitude is negative quantizes to the lowest weight, and a
+        // value just under its magnitude on the other side to the highest: 31 for Q5_0's
+        // blocks of 32, 63 for Q6_K's spans of 16.
+        for (dtype, span, high) in [
+            (GgmlDType::Q5_0, 32, 1.0 - 2.0 / 31.0),
+            (GgmlDType::Q6K, 16, 31.0 / 32.0),
+        ] {
+            let (rows, columns) = (16, 256);
+            let block: Vec<f32> = (0..span)
+                .map(|i| if i == 0 { -1.0 } else { high })
+                .collect();
+            let weight_values: Vec<f32> =
+                block.iter().cycle().take(rows * columns).copied().collect();
+            let weight_tensor =
+                Tensor::from_vec(weight_values, (rows, columns), &Device::Cpu).unwrap();
+            let weights = QTensor::quantize(&weight_tensor, dtype).unwrap();
+            let x = vec![1.0f32; rows * columns];
+            let ours = if dtype == GgmlDType::Q6K {
+                let mut unpacked = [0u8; 16];
+                batched::q6_k_span(&weights.data().unwrap(), 1, &mut unpacked);
+                assert_eq!(unpacked.iter().max(), Some(&63));
+                batched::six_bit_product_rows_on(Kernel::Avx2, &weights, &x, rows)
+                    .unwrap()
+                    .unwrap()
+            } else {
+                let packed = PackedRows::for_kernel(&weights, Kernel::Avx2)
+                    .unwrap()
+                    .unwrap();
+                packed.product_rows(&x, rows).unwrap()
+            };
+            let file = values(&weights.dequantize(&Device::Cpu).unwrap());
+            for (weights, &value) in file.chunks_exact(columns).zip(&ours) {
+                let exact: f64 = weights.iter().map(|&w| f64::from(w)).sum();
                 assert!(
                     (f64::from(value) - exact).abs() <= 1e-4 * exact.abs().max(1.0),
-                    "{value} against {exact}"
+                    "{dtype:?}: {value} against {exact}"
                 );
             }
         }
