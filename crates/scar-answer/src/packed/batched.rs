@@ -38,6 +38,8 @@ const TILE_ROWS: usize = 8;
 const TASK_ROWS: usize = 64;
 /// Weights a `Q6_K` scale covers.
 const Q6_K_SPAN: usize = 16;
+/// The largest `Q6_K` weight, unsigned: six bits.
+const Q6_K_WIDEST: u8 = 63;
 /// Bytes of a `Q6_K` super-block: 128 of low nibbles, 64 of high bit pairs, 16 signed 8-bit
 /// scales, then its f16 factor.
 pub(super) const Q6_K_BLOCK_BYTES: usize =
@@ -189,7 +191,10 @@ pub(super) fn six_bit_product_rows_on(
     let &[outputs, columns] = tensor.shape().dims() else {
         return Ok(None);
     };
-    if tensor.dtype() != GgmlDType::Q6K || !tensor.device().is_cpu() {
+    if tensor.dtype() != GgmlDType::Q6K
+        || !tensor.device().is_cpu()
+        || !kernel.multiplies_rows(Q6_K_WIDEST)
+    {
         return Ok(None);
     }
     let data = tensor.data()?;
