@@ -3,12 +3,12 @@
 //!
 //! - [`Linear`]: one token goes through the quantized weights with quantized dot products
 //!   (decoding is bound by memory, and the quantized weights are the fewest bytes to read):
-//!   `Q8_0`, `Q4_0`, `Q4_1`, `Q4_K` and `Q5_0` weights through our products ([`PackedRows`],
-//!   AVX2 or AVX-512 VNNI) where the CPU has them, the rest through candle's kernels. A whole
-//!   prompt is bound by arithmetic instead: it goes through byte products too, many rows at
-//!   once (`packed/batched.rs`: these formats and `Q6_K`, on AVX2 all but `Q8_0`); the rest
-//!   through one f32 matrix product with the weights dequantized for the call (one pass over
-//!   the weights, shared by every row).
+//!   `Q8_0`, `Q4_0`, `Q4_1`, `Q4_K`, `Q5_0` and `Q5_K` weights through our products
+//!   ([`PackedRows`], AVX2 or AVX-512 VNNI) where the CPU has them, the rest through candle's
+//!   kernels. A whole prompt is bound by arithmetic instead: it goes through byte products too,
+//!   many rows at once (`packed/batched.rs`: these formats and `Q6_K`, on AVX2 all but
+//!   `Q8_0`); the rest through one f32 matrix product with the weights dequantized for the call
+//!   (one pass over the weights, shared by every row).
 //! - [`KvCache`]: keys and values written in place into room that doubles when full, rather
 //!   than concatenated anew for every token.
 //! - [`attend`]: causal grouped-query attention, each query head reading its key-value head
@@ -37,7 +37,8 @@ const BATCHED_ROWS: usize = 16;
 
 /// A weight matrix, applied as `x · Wᵀ`.
 pub(crate) enum Linear {
-    /// `Q8_0`, `Q4_0`, `Q4_1`, `Q4_K` or `Q5_0` weights in our layout, on a CPU with AVX2.
+    /// `Q8_0`, `Q4_0`, `Q4_1`, `Q4_K`, `Q5_0` or `Q5_K` weights in our layout, on a CPU with
+    /// AVX2.
     Rows(PackedRows),
     /// Any other weights, through candle.
     Candle {

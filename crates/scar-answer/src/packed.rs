@@ -11,10 +11,11 @@
 //!
 //! Formats: `Q8_0`; nibbles with a scale and a minimum per block of 32, which hold `Q4_1` as
 //! stored, `Q4_0` (its minimum is −8 × its scale) and `Q4_K` (each 32-weight sub-block's 6-bit
-//! scale and minimum times the super-block's f16 factors, exact in f32); and `Q5_0`, nibbles
-//! with a fifth bit each (its minimum is −16 × its scale): the file's weights exactly, in every
-//! case, read in as few bytes as the file holds them in. Rows are split across candle's own worker threads, which run
-//! the rest of the model (a second pool would compete with them for the cores).
+//! scale and minimum times the super-block's f16 factors, exact in f32); and nibbles with a
+//! fifth bit each, which hold `Q5_0` (its minimum is −16 × its scale) and `Q5_K` (scales and
+//! minimums as `Q4_K`'s): the file's weights exactly, in every case, read in as few bytes as
+//! the file holds them in. Rows are split across candle's own worker threads, which run the
+//! rest of the model (a second pool would compete with them for the cores).
 //!
 //! Used where the CPU has AVX2 (or AVX-512 VNNI) and rows are whole pairs of blocks; the rest
 //! stays on candle's kernels. Prompts go through byte products too, many rows at once
@@ -40,6 +41,8 @@ const SUPER_BLOCK: usize = 256;
 /// Bytes of a `Q4_K` super-block: f16 scale and minimum factors, 12 bytes of 6-bit sub-block
 /// scales and minimums, then 128 bytes of nibbles.
 const Q4_K_BLOCK_BYTES: usize = 4 + 12 + SUPER_BLOCK / 2;
+/// Bytes of a `Q5_K` super-block: `Q4_K`'s, with 32 bytes of fifth bits before the nibbles.
+const Q5_K_BLOCK_BYTES: usize = Q4_K_BLOCK_BYTES + SUPER_BLOCK / 8;
 /// Bytes of a `Q5_0` block: its f16 scale, the fifth bits of its 32 weights, their nibbles.
 pub(crate) const Q5_0_BLOCK_BYTES: usize = 2 + 4 + BLOCK / 2;
 
@@ -139,7 +142,7 @@ pub(crate) struct PackedRows {
 
 impl PackedRows {
     /// `tensor` laid out for our product, or `None` where it cannot run: not `Q8_0`, `Q4_0`,
-    /// `Q4_1`, `Q4_K` or `Q5_0`, not on the CPU, rows that are not whole pairs of blocks, a CPU without
+    /// `Q4_1`, `Q4_K`, `Q5_0` or `Q5_K`, not on the CPU, rows that are not whole pairs of blocks, a CPU without
     /// AVX2, or a `Q8_0` weight of −128 (which llama.cpp never writes, and whose sign the product
     /// could not turn).
     pub(crate) fn from_tensor(tensor: &QTensor) -> Result<Option<Self>> {
@@ -161,7 +164,7 @@ impl PackedRows {
         let format = match tensor.dtype() {
             GgmlDType::Q8_0 => Format::Q8_0,
             GgmlDType::Q4_0 | GgmlDType::Q4_1 | GgmlDType::Q4K => Format::Nibbles,
-            GgmlDType::Q5_0 => Format::Fives,
+            GgmlDType::Q5_0 | GgmlDType::Q5K => Format::Fives,
             _ => return Ok(None),
         };
         let data = tensor.data()?;
@@ -213,16 +216,9 @@ impl PackedRows {
                 packed.fifths.reserve(blocks / 2);
                 for pair in data.chunks_exact(2 * Q5_0_BLOCK_BYTES) {
                     let (a, b) = pair.split_at(Q5_0_BLOCK_BYTES);
-                    let bits = |block: &[u8]| {
-                        u64::from(u32::from_le_bytes([block[2], block[3], block[4], block[5]]))
-                    };
-                    let (a_bits, b_bits) = (bits(a), bits(b));
-                    packed.fifths.push(
-                        (a_bits & 0xFFFF)
-                            | (b_bits & 0xFFFF) << 16
-                            | (a_bits >> 16) << 32
-                            | (b_bits >> 16) << 48,
-                    );
+                    let bits =
+                        |block: &[u8]| u32::from_le_bytes([block[2], block[3], block[4], block[5]]);
+                    packed.fifths.push(fifths_of_pair(bits(a), bits(b)));
                     for block in [a, b] {
                         let scale = half(block);
                         packed.scales.push(scale);
@@ -231,11 +227,18 @@ impl PackedRows {
                     }
                 }
             }
-            _ => {
+            GgmlDType::Q5K => {
+                packed.fifths.reserve(blocks / 2);
+                for block in data.chunks_exact(Q5_K_BLOCK_BYTES) {
+                    packed.push_q5_k(block);
+                }
+            }
+            GgmlDType::Q4K => {
                 for block in data.chunks_exact(Q4_K_BLOCK_BYTES) {
                     packed.push_q4_k(block);
                 }
             }
+            _ => return Ok(None),
         }
         Ok(Some(packed))
     }
@@ -245,17 +248,43 @@ impl PackedRows {
     /// sub-block's weight is `d · scale · nibble − dmin · minimum`, with a 6-bit scale and
     /// minimum.
     fn push_q4_k(&mut self, block: &[u8]) {
-        let (d, dmin) = (half(block), half(&block[2..]));
         let packed_scales: &[u8; 12] = block[4..16].try_into().expect("a whole super-block");
         for (chunk, bytes) in block[16..].chunks_exact(BLOCK).enumerate() {
-            for (sub_block, shift) in [(2 * chunk, 0), (2 * chunk + 1, 4)] {
-                let (scale, minimum) = q4_k_scale_and_minimum(sub_block, packed_scales);
-                self.scales.push(d * f32::from(scale));
-                self.minimums.push(-dmin * f32::from(minimum));
-                let nibble = |i: usize| (bytes[i] >> shift) & 0x0F;
-                self.weights
-                    .extend((0..BLOCK / 2).map(|i| nibble(i) | nibble(i + BLOCK / 2) << 4));
-            }
+            self.push_k_chunk(block, packed_scales, chunk, bytes);
+        }
+    }
+
+    /// One `Q5_K` super-block as eight blocks of nibbles with fifth bits: laid out as `Q4_K`'s,
+    /// with 32 bytes of fifth bits before the nibbles, bit `s` of byte `l` belonging to weight
+    /// `l` of sub-block `s`; a weight is `d · scale · (nibble + 16 · bit) − dmin · minimum`.
+    fn push_q5_k(&mut self, block: &[u8]) {
+        let packed_scales: &[u8; 12] = block[4..16].try_into().expect("a whole super-block");
+        let (high, low) = block[16..].split_at(SUPER_BLOCK / 8);
+        let bits = |sub_block: usize| {
+            (0..BLOCK).fold(0u32, |word, l| {
+                word | u32::from(high[l] >> sub_block & 1) << l
+            })
+        };
+        for (chunk, bytes) in low.chunks_exact(BLOCK).enumerate() {
+            self.push_k_chunk(block, packed_scales, chunk, bytes);
+            self.fifths
+                .push(fifths_of_pair(bits(2 * chunk), bits(2 * chunk + 1)));
+        }
+    }
+
+    /// A K-quant super-block's 64-weight chunk `chunk` as two blocks of nibbles: its 32
+    /// `bytes` hold sub-block `2 · chunk` in their low nibbles and the next in their high ones,
+    /// each with its 6-bit scale and minimum times the super-block's f16 factors (the first
+    /// four bytes of `block`).
+    fn push_k_chunk(&mut self, block: &[u8], packed_scales: &[u8; 12], chunk: usize, bytes: &[u8]) {
+        let (d, dmin) = (half(block), half(&block[2..]));
+        for (sub_block, shift) in [(2 * chunk, 0), (2 * chunk + 1, 4)] {
+            let (scale, minimum) = q4_k_scale_and_minimum(sub_block, packed_scales);
+            self.scales.push(d * f32::from(scale));
+            self.minimums.push(-dmin * f32::from(minimum));
+            let nibble = |i: usize| (bytes[i] >> shift) & 0x0F;
+            self.weights
+                .extend((0..BLOCK / 2).map(|i| nibble(i) | nibble(i + BLOCK / 2) << 4));
         }
     }
 
@@ -353,6 +382,13 @@ struct Row<'a> {
     minimums: &'a [f32],
     /// `Fives` only.
     fifths: &'a [u64],
+}
+
+/// A pair of blocks' fifth bits (bit `j` of each for its weight `j`) as one word, in the order
+/// the kernels split the pair's nibbles: block A's weights 0-15, B's 0-15, A's 16-31, B's 16-31.
+fn fifths_of_pair(a: u32, b: u32) -> u64 {
+    let (a, b) = (u64::from(a), u64::from(b));
+    (a & 0xFFFF) | (b & 0xFFFF) << 16 | (a >> 16) << 32 | (b >> 16) << 48
 }
 
 /// The f16 at the start of `bytes`.
@@ -753,12 +789,13 @@ mod tests {
     use super::*;
 
     /// Every format our product takes.
-    const FORMATS: [GgmlDType; 5] = [
+    const FORMATS: [GgmlDType; 6] = [
         GgmlDType::Q8_0,
         GgmlDType::Q4_0,
         GgmlDType::Q4_1,
         GgmlDType::Q4K,
         GgmlDType::Q5_0,
+        GgmlDType::Q5K,
     ];
 
     fn random(rows: usize, columns: usize, seed: u64) -> Tensor {
@@ -1017,7 +1054,7 @@ mod tests {
     fn other_formats_and_rows_that_are_not_whole_pairs_of_blocks_stay_on_candle() {
         let odd = QTensor::quantize(&random(4, 96, 3), GgmlDType::Q8_0).unwrap();
         assert!(PackedRows::from_tensor(&odd).unwrap().is_none());
-        for dtype in [GgmlDType::Q6K, GgmlDType::Q5K] {
+        for dtype in [GgmlDType::Q6K, GgmlDType::Q2K] {
             let other = QTensor::quantize(&random(4, 256, 3), dtype).unwrap();
             assert!(PackedRows::from_tensor(&other).unwrap().is_none());
         }

