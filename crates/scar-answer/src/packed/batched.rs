@@ -203,7 +203,7 @@ pub(super) fn six_bit_product_rows_on(
         kernel,
         (outputs, columns),
         Q6_K_SPAN,
-        63,
+        Q6_K_WIDEST,
         |row, span, weights| {
             let block = &data[(row * super_blocks + span / Q6_K_SPAN) * Q6_K_BLOCK_BYTES..]
                 [..Q6_K_BLOCK_BYTES];
