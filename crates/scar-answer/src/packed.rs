@@ -410,6 +410,21 @@ fn q4_k_scale_and_minimum(j: usize, packed: &[u8; 12]) -> (u8, u8) {
     }
 }
 
+/// A block of activations as signed bytes into `out`, each rounded to the nearest step of the
+/// returned scale (the largest magnitude over 127), as llama.cpp quantizes them.
+// Inlined into the prompt's builds for each kernel's instructions, where it vectorises.
+#[allow(clippy::inline_always)]
+#[inline(always)]
+fn quantize_block(values: &[f32], out: &mut [i8]) -> f32 {
+    let largest = values.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let scale = largest / 127.0;
+    let inverse = if scale > 0.0 { 1.0 / scale } else { 0.0 };
+    for (q, &v) in out.iter_mut().zip(values) {
+        *q = (v * inverse).round() as i8;
+    }
+    scale
+}
+
 /// One row of activations quantized per block of 32: a scale (the largest magnitude over 127)
 /// and rounded signed bytes, laid out as the weights' format and the kernel need them.
 struct Activations {
@@ -434,13 +449,7 @@ impl Activations {
         let mut quantized = vec![0i8; x.len()];
         let mut scales = Vec::with_capacity(blocks);
         for (block, out) in x.chunks_exact(BLOCK).zip(quantized.chunks_exact_mut(BLOCK)) {
-            let largest = block.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-            let scale = largest / 127.0;
-            let inverse = if scale > 0.0 { 1.0 / scale } else { 0.0 };
-            scales.push(scale);
-            for (q, &v) in out.iter_mut().zip(block) {
-                *q = (v * inverse).round() as i8;
-            }
+            scales.push(quantize_block(block, out));
         }
         let mut activations = Self {
             bytes: Vec::with_capacity(x.len()),

@@ -18,6 +18,17 @@ fn gemma() -> LocalModel {
     load(&gemma_path())
 }
 
+/// How many of the GGUF file's tensors are in `format`.
+fn tensors_in(path: &std::path::Path, format: candle_core::quantized::GgmlDType) -> usize {
+    let mut file = std::fs::File::open(path).unwrap();
+    let content = candle_core::quantized::gguf_file::Content::read(&mut file).unwrap();
+    content
+        .tensor_infos
+        .values()
+        .filter(|info| info.ggml_dtype == format)
+        .count()
+}
+
 /// A model on the CPU, as `scar ask` loads it.
 fn load(path: &std::path::Path) -> LocalModel {
     let options = LoadOptions {
@@ -36,13 +47,7 @@ fn gemma3_takes_its_turn_format_from_the_vocabulary() {
     // llama.cpp's Q4_K_M keeps some tensors in Q5_0, which our own products read as stored and
     // candle has no fast kernel for: on a CPU without ours they become Q8_0 (exactly: see
     // `q8_0_holds_q5_0_weights_exactly`), and only they.
-    let mut file = std::fs::File::open(gemma_path()).unwrap();
-    let content = candle_core::quantized::gguf_file::Content::read(&mut file).unwrap();
-    let q5_0 = content
-        .tensor_infos
-        .values()
-        .filter(|info| info.ggml_dtype == candle_core::quantized::GgmlDType::Q5_0)
-        .count();
+    let q5_0 = tensors_in(&gemma_path(), candle_core::quantized::GgmlDType::Q5_0);
     assert!(q5_0 > 0);
     let converted = if scar_answer::decoding_instructions().is_some() {
         0
@@ -173,15 +178,7 @@ fn gemma3_in_q5_k_continues_greedily_as_llama_cpp_does() {
     let dir = tempfile::tempdir().unwrap();
     // llama.cpp's number for a file of mostly Q5_K tensors (Q5_K_M).
     let path = gemma3_file_in(dir.path(), candle_core::quantized::GgmlDType::Q5K, 17);
-    let content =
-        candle_core::quantized::gguf_file::Content::read(&mut std::fs::File::open(&path).unwrap())
-            .unwrap();
-    let q5_k = content
-        .tensor_infos
-        .values()
-        .filter(|info| info.ggml_dtype == candle_core::quantized::GgmlDType::Q5K)
-        .count();
-    assert!(q5_k > 0);
+    assert!(tensors_in(&path, candle_core::quantized::GgmlDType::Q5K) > 0);
     continues_as_llama_cpp(
         &path,
         load(&path),

@@ -242,18 +242,19 @@ impl pulp::WithSimd for GateValues<'_> {
         // √(2/π), doubled: σ(2u) for GELU's u.
         const GELU_SCALE: f32 = 2.0 * 0.797_884_6;
         match self.activation {
-            Gate::Silu => {
-                for (x, up) in self.gate.iter_mut().zip(self.up) {
-                    *x = *x / (1.0 + exp(-*x)) * up;
-                }
-            }
-            Gate::GeluTanh => {
-                for (x, up) in self.gate.iter_mut().zip(self.up) {
-                    let k = GELU_SCALE * (0.044_715 * *x * *x).mul_add(*x, *x);
-                    *x = *x / (1.0 + exp(-k)) * up;
-                }
-            }
+            Gate::Silu => gate_values(self.gate, self.up, |x| x),
+            Gate::GeluTanh => gate_values(self.gate, self.up, |x| {
+                GELU_SCALE * (0.044_715 * x * x).mul_add(x, x)
+            }),
         }
+    }
+}
+
+/// `gate ← gate · σ(k(gate)) · up`, one loop for each `k`, so that each vectorises.
+#[inline(always)]
+fn gate_values(gate: &mut [f32], up: &[f32], k: impl Fn(f32) -> f32) {
+    for (x, up) in gate.iter_mut().zip(up) {
+        *x = *x / (1.0 + exp(-k(*x))) * up;
     }
 }
 

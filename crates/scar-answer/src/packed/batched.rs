@@ -25,7 +25,7 @@ use std::sync::Mutex;
 use candle_core::Result;
 use candle_core::quantized::{GgmlDType, QTensor};
 
-use super::{BLOCK, Format, Kernel, PackedRows, SUPER_BLOCK, half};
+use super::{BLOCK, Format, Kernel, PackedRows, SUPER_BLOCK, half, quantize_block};
 
 /// Inputs one lane of `vpdpbusd` sums.
 const GROUP: usize = 4;
@@ -457,17 +457,13 @@ fn quantize_row(row: &[f32], bytes: &mut [i8], scales: &mut [f32], sums: &mut [f
         .zip(scales.iter_mut())
         .zip(sums.chunks_exact_mut(spans_per_block))
     {
-        let largest = values.iter().fold(0f32, |m, v| m.max(v.abs()));
-        *scale = largest / 127.0;
-        let inverse = if *scale > 0.0 { 1.0 / *scale } else { 0.0 };
-        for (byte, &v) in bytes.iter_mut().zip(values) {
-            *byte = (v * inverse).round() as i8;
-        }
+        *scale = quantize_block(values, bytes);
         for (span, sum) in bytes.chunks_exact(BLOCK / spans_per_block).zip(sums) {
             *sum = *scale * span.iter().map(|&q| i32::from(q)).sum::<i32>() as f32;
         }
     }
 }
+
 #[allow(unsafe_code)]
 mod x86 {
     use super::{BLOCK, GROUP, Kernel, LANES, PanelRef, Q6_K_SPAN, TILE_ROWS, Tile};
