@@ -40,9 +40,10 @@ pub fn cpu_decoding() -> String {
     match crate::packed::Kernel::best() {
         Some(kernel) => format!(
             "Q8_0, Q4_0, Q4_1, Q4_K, Q5_0 and Q5_K weights decoded on {}, prompts of {} weights read \
-             in its byte products; other formats through candle's kernels",
+             in its byte products; other formats through candle's kernels{}",
             kernel.name(),
-            kernel.prompt_formats()
+            kernel.prompt_formats(),
+            scar_embed::cpu::cap_note()
         ),
         None => "every weight format through candle's kernels".to_owned(),
     }

@@ -65,7 +65,11 @@ impl Kernel {
             if !(has!("avx2") && has!("fma")) {
                 return None;
             }
-            if has!("avx512f") && has!("avx512bw") && has!("avx512vnni") {
+            if has!("avx512f")
+                && has!("avx512bw")
+                && has!("avx512vnni")
+                && scar_embed::cpu::allows(scar_embed::cpu::Isa::Avx512)
+            {
                 Some(Self::Avx512Vnni)
             } else {
                 Some(Self::Avx2)

@@ -142,6 +142,8 @@ fn closed_pipe(error: &anyhow::Error) -> bool {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    // The kernels would read a cap they cannot parse as none; say so before any work starts.
+    scar_embed::cpu::max_isa()?;
     let (search_flags, answer_flags) = match &cli.command {
         Command::Search { search, .. } => (search.clone(), AnswerFlags::default()),
         Command::Ask { search, answer, .. } => (search.clone(), answer.clone()),

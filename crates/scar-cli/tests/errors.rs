@@ -174,3 +174,36 @@ fn a_model_flag_that_an_index_cannot_use_is_noted() {
     let output = run(scar(index).args(["search", "kayak", "--model", same]));
     assert!(!String::from_utf8_lossy(&output.stderr).contains("note:"));
 }
+
+#[test]
+fn an_instruction_set_cap_is_named_where_it_holds_and_refused_where_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    fails_with(
+        scar(dir.path())
+            .env("SCAR_MAX_CPU_ISA", "sse")
+            .args(["models"]),
+        "SCAR_MAX_CPU_ISA=\"sse\" names no instruction set: use avx2, avx512 or amx",
+    );
+    let listed = run(scar(dir.path())
+        .env("SCAR_MAX_CPU_ISA", "avx2")
+        .args(["--device", "cpu", "models", "--json"]));
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let chat = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["kind"] == "chat")
+        .unwrap_or_else(|| panic!("no chat model listed: {listed}"));
+    let compute = chat["compute"].as_str().unwrap_or_default();
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        // Whatever wider instructions the CPU has, the cap leaves the AVX2 kernels, and says so.
+        assert!(compute.contains("decoded on AVX2"), "{compute}");
+        assert!(
+            compute.contains("capped at avx2 by SCAR_MAX_CPU_ISA"),
+            "{compute}"
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = compute;
+}

@@ -67,6 +67,7 @@ pub(crate) fn available() -> bool {
     {
         std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512bf16")
+            && crate::cpu::allows(crate::cpu::Isa::Avx512)
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -81,7 +82,7 @@ pub(crate) fn tiles_available() -> bool {
     *AVAILABLE.get_or_init(|| {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         {
-            available() && x86::request_tiles()
+            available() && crate::cpu::allows(crate::cpu::Isa::Amx) && x86::request_tiles()
         }
         #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
         {

@@ -56,7 +56,11 @@ impl Kernel {
             if !(has!("avx2") && has!("fma")) {
                 return None;
             }
-            if has!("avx512f") && has!("avx512bw") && has!("avx512vnni") {
+            if has!("avx512f")
+                && has!("avx512bw")
+                && has!("avx512vnni")
+                && crate::cpu::allows(crate::cpu::Isa::Avx512)
+            {
                 return Some(Self::Avx512Vnni);
             }
             if has!("avxvnni") {

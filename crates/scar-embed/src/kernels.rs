@@ -42,7 +42,7 @@ pub(crate) fn add_norm_in_place(
 /// Softmax of each row of `rows` (`width` values a row), in place, with an `exp` that
 /// vectorises.
 pub fn softmax_rows(rows: &mut [f32], width: usize) {
-    let arch = pulp::Arch::new();
+    let arch = crate::cpu::arch();
     for xs in rows.chunks_exact_mut(width.max(1)) {
         arch.dispatch(SoftmaxRow { xs });
     }
@@ -65,7 +65,7 @@ pub enum Gate {
 /// If `up` is not as long as `gate`.
 pub fn gate_in_place(gate: &mut [f32], up: &[f32], activation: Gate) {
     assert_eq!(gate.len(), up.len(), "a gate for every value");
-    pulp::Arch::new().dispatch(GateValues {
+    crate::cpu::arch().dispatch(GateValues {
         gate,
         up,
         activation,
@@ -98,7 +98,7 @@ impl InplaceOp2 for BiasGelu {
             candle_core::bail!("bias of {width} for {} values", data.len());
         }
         data.par_chunks_mut(width * rows_per_task(width))
-            .for_each(|rows| pulp::Arch::new().dispatch(BiasGeluRows { rows, bias }));
+            .for_each(|rows| crate::cpu::arch().dispatch(BiasGeluRows { rows, bias }));
         Ok(())
     }
 }
@@ -138,7 +138,7 @@ impl InplaceOp3 for AddNorm {
         data.par_chunks_mut(task)
             .zip(residual.par_chunks(task))
             .for_each(|(rows, residual)| {
-                pulp::Arch::new().dispatch(AddNormRows {
+                crate::cpu::arch().dispatch(AddNormRows {
                     rows,
                     residual,
                     bias,

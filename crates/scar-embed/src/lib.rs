@@ -22,6 +22,7 @@
 mod attention;
 mod bert;
 mod bf16;
+pub mod cpu;
 mod cross_encoder;
 mod device;
 mod embedder;

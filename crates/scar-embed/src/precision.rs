@@ -102,7 +102,7 @@ impl Precision {
             Self::Int8 => crate::int8::Kernel::best().map_or("", crate::int8::Kernel::name),
             _ => f32_instructions(),
         };
-        format!("{self} on {instructions}")
+        format!("{self} on {instructions}{}", crate::cpu::cap_note())
     }
 
     /// How the linear layers hold their weights for a precision returned by [`Self::on`].
