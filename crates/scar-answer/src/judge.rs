@@ -1,7 +1,8 @@
-//! The judges of the first stage's candidates a user can choose ([`Reranking`]), and the one
-//! this crate brings: a chat model judging by the probability it gives to "yes" when asked
-//! whether a passage holds what a question asks for, read from its next-token distribution as
-//! Qwen3-Reranker scores with its own model.
+//! The judges of the first stage's candidates a user can choose ([`Reranking`]), and the two
+//! this crate brings, both a local chat model: [`ChatJudge`], the probability it gives to "yes"
+//! when asked whether a passage holds what a question asks for (as Qwen3-Reranker scores with
+//! its own model), and [`LikelihoodJudge`], how much likelier it finds the question once it has
+//! read the passage (as unsupervised passage rerankers score with a language model).
 
 use std::fmt;
 use std::path::Path;
@@ -28,13 +29,22 @@ pub enum Reranking {
     Sentence,
     /// [`ChatJudge`]: the chat model's probability of "yes".
     Llm,
+    /// [`LikelihoodJudge`]: how much likelier the chat model finds the question after the
+    /// passage.
+    Likelihood,
     /// A cross-encoder ([`CrossEncoder`]).
     CrossEncoder,
 }
 
 impl Reranking {
     /// Every choice, in the order help text lists them.
-    pub const ALL: [Self; 4] = [Self::None, Self::Sentence, Self::Llm, Self::CrossEncoder];
+    pub const ALL: [Self; 5] = [
+        Self::None,
+        Self::Sentence,
+        Self::Llm,
+        Self::Likelihood,
+        Self::CrossEncoder,
+    ];
 
     /// The judge this choice names, loaded (`None` for [`Reranking::None`]): `embedder` is the
     /// index's model, `models` say where the others are.
@@ -46,14 +56,8 @@ impl Reranking {
         Ok(Some(match self {
             Self::None => return Ok(None),
             Self::Sentence => Arc::new(BestSentence::new(embedder)),
-            Self::Llm => {
-                let path = LlmLocator::from_env(models.models_dir).locate(models.llm)?;
-                let options = LoadOptions {
-                    device: models.embed.device,
-                    ..LoadOptions::default()
-                };
-                Arc::new(ChatJudge::new(LocalModel::load(&path, &options)?)?)
-            }
+            Self::Llm => Arc::new(ChatJudge::new(models.chat_model()?)?),
+            Self::Likelihood => Arc::new(LikelihoodJudge::new(models.chat_model()?)),
             Self::CrossEncoder => {
                 let reranker = ModelLocator::from_env(models.models_dir)
                     .locate(models.cross_encoder)
@@ -71,6 +75,7 @@ impl fmt::Display for Reranking {
             Self::None => "none",
             Self::Sentence => "sentence",
             Self::Llm => "llm",
+            Self::Likelihood => "likelihood",
             Self::CrossEncoder => "cross-encoder",
         })
     }
@@ -85,7 +90,10 @@ impl FromStr for Reranking {
             .into_iter()
             .find(|choice| choice.to_string() == wanted)
             .ok_or_else(|| {
-                format!("unknown reranker `{text}`: use none, sentence, llm or cross-encoder")
+                format!(
+                    "unknown reranker `{text}`: use none, sentence, llm, likelihood or \
+                     cross-encoder"
+                )
             })
     }
 }
@@ -102,6 +110,18 @@ pub struct RerankerModels<'a> {
     pub llm: &'a str,
     /// The device and precision the cross-encoder runs in (and the chat model's device).
     pub embed: &'a EmbedOptions,
+}
+
+impl RerankerModels<'_> {
+    /// The chat model a judge loads its own copy of.
+    fn chat_model(&self) -> Result<LocalModel> {
+        let path = LlmLocator::from_env(self.models_dir).locate(self.llm)?;
+        let options = LoadOptions {
+            device: self.embed.device,
+            ..LoadOptions::default()
+        };
+        LocalModel::load(&path, &options)
+    }
 }
 
 /// What the model is asked, once per passage.
@@ -161,32 +181,156 @@ impl ChatJudge {
             .model
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let prompt = |passage: &str| Prompt {
+        let ids = fitted_prompt(&model, passage, 0, |passage| Prompt {
             system: INSTRUCTION.to_owned(),
             user: format!("Question: {question}\n\nPassage: {passage}"),
             sources: Vec::new(),
-        };
-        let context = model.context_length();
-        let mut passage = passage.to_owned();
-        let mut ids = model.encode(&prompt(&passage))?;
-        while ids.len() > context {
-            if passage.is_empty() {
-                // The question alone fills the model's context.
-                return Err(AnswerError::PromptTooLong {
-                    prompt_tokens: ids.len(),
-                    max_tokens: 0,
-                    context_length: context,
-                });
-            }
-            passage = fitted(&model, &passage, ids.len() - context)?;
-            ids = model.encode(&prompt(&passage))?;
-        }
+        })?;
         let logits: Vec<f32> = model
             .next_logits(&ids, 0)?
             .to_dtype(DType::F32)?
             .to_vec1()?;
         Ok(yes_probability(&logits, &self.yes, &self.no))
     }
+}
+
+/// What the likelihood judge's model is asked: the question is its reply.
+const QUESTION_INSTRUCTION: &str = "Write a question that the passage answers.";
+
+/// How much likelier a local chat model finds the question once it has read the passage:
+/// `log P(question | passage) − log P(question | no passage)`, per token of the question (the
+/// pointwise mutual information of the two, as unsupervised passage rerankers score with a
+/// language model). The model is asked to write a question that the passage answers, and the
+/// question is read as its reply, token by token. Any chat model GGUF serves (the judge loads
+/// its own copy); it reads every passage it judges, and the question once more without one, so
+/// that scores compare across questions.
+pub struct LikelihoodJudge {
+    /// The model keeps its key-value cache between calls, so a judgment holds it alone.
+    model: Mutex<LocalModel>,
+}
+
+impl fmt::Debug for LikelihoodJudge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LikelihoodJudge").finish_non_exhaustive()
+    }
+}
+
+impl LikelihoodJudge {
+    /// The judge for `model`.
+    #[must_use]
+    pub fn new(model: LocalModel) -> Self {
+        Self {
+            model: Mutex::new(model),
+        }
+    }
+
+    /// Each passage's score for `question`, in nats per token of the question: above 0 where
+    /// the passage makes the question likelier. A passage too long for the model's context is
+    /// judged by as much of its beginning as fits beside the question.
+    pub fn judge(&self, question: &str, passages: &[String]) -> Result<Vec<f32>> {
+        let mut model = self
+            .model
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let question_ids = model
+            .tokenizer()
+            .encode(question, false)
+            .map_err(AnswerError::Tokenizer)?
+            .get_ids()
+            .to_vec();
+        if question_ids.is_empty() {
+            return Ok(vec![0.0; passages.len()]);
+        }
+        let mut log_likelihood = |passage: &str| -> Result<f64> {
+            let ids = fitted_prompt(&model, passage, question_ids.len(), |passage| Prompt {
+                system: QUESTION_INSTRUCTION.to_owned(),
+                user: format!("Passage: {passage}"),
+                sources: Vec::new(),
+            })?;
+            continuation_log_probability(&mut model, &ids, &question_ids)
+        };
+        let alone = log_likelihood("")?;
+        passages
+            .iter()
+            .map(|passage| {
+                let gain = log_likelihood(passage)? - alone;
+                Ok((gain / question_ids.len() as f64) as f32)
+            })
+            .collect()
+    }
+}
+
+/// `log P(continuation | prompt)`: the prompt read at once, then the continuation's tokens one at
+/// a time, each scored by the distribution before it.
+fn continuation_log_probability(
+    model: &mut LocalModel,
+    prompt: &[u32],
+    continuation: &[u32],
+) -> Result<f64> {
+    let mut logits = model.next_logits(prompt, 0)?;
+    let mut total = 0.0;
+    for (index, &token) in continuation.iter().enumerate() {
+        let values: Vec<f32> = logits.to_dtype(DType::F32)?.to_vec1()?;
+        total += log_probability(&values, token);
+        if index + 1 < continuation.len() {
+            logits = model.next_logits(&[token], prompt.len() + index)?;
+        }
+    }
+    Ok(total)
+}
+
+/// The log-softmax of `logits` at `token`, summed in f64 over the vocabulary.
+fn log_probability(logits: &[f32], token: u32) -> f64 {
+    let top = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mass: f64 = logits.iter().map(|&v| f64::from(v - top).exp()).sum();
+    let at = logits
+        .get(token as usize)
+        .copied()
+        .unwrap_or(f32::NEG_INFINITY);
+    f64::from(at - top) - mass.ln()
+}
+
+/// The judge reads each candidate as the cross-encoder does: its heading path, then its text.
+impl Rerank for LikelihoodJudge {
+    fn score(
+        &self,
+        query: &str,
+        candidates: &[Candidate],
+        store: &dyn ChunkStore,
+    ) -> scar_retrieve::Result<Vec<f32>> {
+        let mut passages = Vec::with_capacity(candidates.len());
+        for candidate in candidates {
+            passages.push(store.stored(candidate.id)?.passage());
+        }
+        self.judge(query, &passages)
+            .map_err(|error| RetrieveError::Rerank(Box::new(error)))
+    }
+}
+
+/// The tokens of the prompt `make` builds around `passage`, the passage cut from its end until
+/// the prompt and `reserve` more tokens fit the model's context.
+fn fitted_prompt(
+    model: &LocalModel,
+    passage: &str,
+    reserve: usize,
+    make: impl Fn(&str) -> Prompt,
+) -> Result<Vec<u32>> {
+    let context = model.context_length();
+    let mut passage = passage.to_owned();
+    let mut ids = model.encode(&make(&passage))?;
+    while ids.len() + reserve > context {
+        if passage.is_empty() {
+            // The rest alone fills the model's context.
+            return Err(AnswerError::PromptTooLong {
+                prompt_tokens: ids.len(),
+                max_tokens: reserve,
+                context_length: context,
+            });
+        }
+        passage = fitted(model, &passage, ids.len() + reserve - context)?;
+        ids = model.encode(&make(&passage))?;
+    }
+    Ok(ids)
 }
 
 /// `passage` shortened by at least `excess` tokens (and one more, as a cut may merge two);
@@ -256,9 +400,20 @@ mod tests {
         );
         let error = "colbert".parse::<Reranking>().unwrap_err();
         assert!(
-            error.contains("none, sentence, llm or cross-encoder"),
+            error.contains("none, sentence, llm, likelihood or cross-encoder"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn log_probability_is_the_log_softmax_at_the_token() {
+        let logits = [0.0, 2f32.ln(), 0.0];
+        assert!((log_probability(&logits, 1) - 0.5f64.ln()).abs() < 1e-6);
+        assert!((log_probability(&logits, 0) - 0.25f64.ln()).abs() < 1e-6);
+        // Large logits do not overflow; a token past the vocabulary is impossible.
+        assert!(log_probability(&[800.0, 0.0], 0).abs() < 1e-9);
+        let past_the_end = log_probability(&[0.0], 7);
+        assert!(past_the_end.is_infinite() && past_the_end < 0.0);
     }
 
     #[test]

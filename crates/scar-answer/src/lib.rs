@@ -50,7 +50,7 @@ use serde::{Deserialize, Serialize};
 pub use attribution::{FOUND_SHARE, SentenceSupport};
 pub use conversation::{Turn, standalone_question};
 pub use error::{AnswerError, Result};
-pub use judge::{ChatJudge, DEFAULT_CROSS_ENCODER, RerankerModels, Reranking};
+pub use judge::{ChatJudge, DEFAULT_CROSS_ENCODER, LikelihoodJudge, RerankerModels, Reranking};
 pub use local::{LoadOptions, LocalModel, cpu_decoding, decoding_instructions};
 pub use locate::{DEFAULT_LLM, KNOWN_LLMS, KnownLlm, LlmLocator};
 pub use prompt::{AnswerPiece, Citations, Prompt, Source, answer_pieces};

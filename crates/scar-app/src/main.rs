@@ -59,7 +59,8 @@ struct Args {
     #[arg(long, env = "SCAR_LIBRARY", value_name = "DIR")]
     library: Option<PathBuf>,
     /// Judge each question's best 30 candidates again: none, sentence, llm (the default chat
-    /// model's probability of "yes") or cross-encoder (--reranker)
+    /// model's probability of "yes"), likelihood (how much likelier that model finds the
+    /// question after the candidate) or cross-encoder (--reranker)
     #[arg(long, env = "SCAR_RERANK", default_value = "none")]
     rerank: Reranking,
     /// Cross-encoder for `--rerank cross-encoder`: hub id or folder

@@ -57,7 +57,8 @@ pub struct EvalArgs {
     neighbours: bool,
     /// Judges that score every seed in seeds.jsonl, comma-separated: sentence (the seed's
     /// sentence closest to the question, with the index's model), llm (the chat model's
-    /// probability of "yes": --llm), cross-encoder (--reranker)
+    /// probability of "yes": --llm), likelihood (how much likelier the chat model finds the
+    /// question after the seed: --llm), cross-encoder (--reranker)
     #[arg(long, value_delimiter = ',', requires = "neighbours")]
     judges: Vec<Reranking>,
     /// With a reranker (--rerank, or the rerank setting), each first stage is evaluated twice:
@@ -200,7 +201,9 @@ fn seed_judges(
         .iter()
         .map(|&choice| {
             let Some(judge) = settings.open_reranker(choice, retriever.shared_embedder())? else {
-                bail!("--judges none judges nothing; name sentence, llm or cross-encoder");
+                bail!(
+                    "--judges none judges nothing; name sentence, llm, likelihood or cross-encoder"
+                );
             };
             Ok(SeedJudge {
                 name: choice.to_string(),

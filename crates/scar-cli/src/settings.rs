@@ -107,7 +107,7 @@ pub struct SearchFlags {
 #[allow(clippy::doc_markdown)]
 #[derive(Debug, Default, Clone, clap::Args)]
 pub struct RerankFlags {
-    /// Judge the first stage's best 30 candidates again and take the seeds in its order: none, sentence (the candidate's sentence closest to the question), llm (the probability of "yes" from the chat model the llm setting names; tens of seconds a question) or cross-encoder (--reranker) [env: SCAR_RERANK] [default: none]
+    /// Judge the first stage's best 30 candidates again and take the seeds in its order: none, sentence (the candidate's sentence closest to the question), llm (the probability of "yes" from the chat model the llm setting names; tens of seconds a question), likelihood (how much likelier that chat model finds the question after the candidate; as slow) or cross-encoder (--reranker) [env: SCAR_RERANK] [default: none]
     #[arg(long)]
     pub rerank: Option<Reranking>,
     /// Cross-encoder for `--rerank cross-encoder`: hub id or folder [env: SCAR_RERANKER] [default: cross-encoder/ms-marco-MiniLM-L-6-v2]

@@ -19,7 +19,7 @@ use crate::signals::{Quartiles, auc, quartiles};
 /// A judge of the seeds under evaluation, by the name its column takes.
 #[derive(Debug, Clone)]
 pub struct SeedJudge {
-    /// Its name: `sentence`, `llm`, `cross-encoder`.
+    /// Its name: `sentence`, `llm`, `likelihood`, `cross-encoder`.
     pub name: String,
     /// The judge.
     pub judge: Arc<dyn Rerank>,
