@@ -290,7 +290,6 @@ fn log_probability(logits: &[f32], token: u32) -> f64 {
     f64::from(at - top) - mass.ln()
 }
 
-/// The judge reads each candidate as the cross-encoder does: its heading path, then its text.
 impl Rerank for LikelihoodJudge {
     fn score(
         &self,
@@ -298,11 +297,7 @@ impl Rerank for LikelihoodJudge {
         candidates: &[Candidate],
         store: &dyn ChunkStore,
     ) -> scar_retrieve::Result<Vec<f32>> {
-        let mut passages = Vec::with_capacity(candidates.len());
-        for candidate in candidates {
-            passages.push(store.stored(candidate.id)?.passage());
-        }
-        self.judge(query, &passages)
+        self.judge(query, &passages(candidates, store)?)
             .map_err(|error| RetrieveError::Rerank(Box::new(error)))
     }
 }
@@ -365,7 +360,6 @@ fn yes_probability(logits: &[f32], yes: &[u32], no: &[u32]) -> f32 {
     yes / (yes + no)
 }
 
-/// The judge reads each candidate as the cross-encoder does: its heading path, then its text.
 impl Rerank for ChatJudge {
     fn score(
         &self,
@@ -374,15 +368,31 @@ impl Rerank for ChatJudge {
         store: &dyn ChunkStore,
     ) -> scar_retrieve::Result<Vec<f32>> {
         let mut scores = Vec::with_capacity(candidates.len());
-        for candidate in candidates {
-            let chunk = store.stored(candidate.id)?;
+        for passage in passages(candidates, store)? {
             let probability = self
-                .judge(query, &chunk.passage())
+                .judge(query, &passage)
                 .map_err(|error| RetrieveError::Rerank(Box::new(error)))?;
             scores.push(probability);
         }
         Ok(scores)
     }
+}
+
+/// The candidates as the chat-model judges read them, as the cross-encoder does: each one's
+/// heading path, then its text.
+#[expect(
+    clippy::result_large_err,
+    reason = "the store's own error, passed on as `Rerank::score` returns it"
+)]
+fn passages(
+    candidates: &[Candidate],
+    store: &dyn ChunkStore,
+) -> scar_retrieve::Result<Vec<String>> {
+    let mut passages = Vec::with_capacity(candidates.len());
+    for candidate in candidates {
+        passages.push(store.stored(candidate.id)?.passage());
+    }
+    Ok(passages)
 }
 
 #[cfg(test)]

@@ -237,3 +237,31 @@ fn a_reranker_judges_the_best_30_candidates_or_k_when_k_is_more() {
     // Forty seeds: the reranker judged 40 candidates and kept them all.
     assert_eq!(ranks("40"), (1..=40).collect::<Vec<u64>>());
 }
+
+#[test]
+fn the_chat_model_judges_rerank_what_the_store_holds() {
+    let (query, _) = closing_question();
+    // The default chat model (SmolLM2-135M-Instruct) reads each of the best 30 candidates.
+    for judge in ["llm", "likelihood"] {
+        let report = search_json(rfc_index(), &query, &["--rerank", judge, "--k", "3"]);
+        let seeds = report["ledger"]["seeds"].as_array().unwrap();
+        assert_eq!(seeds.len(), 3, "{judge}");
+        let verdicts: Vec<f64> = seeds
+            .iter()
+            .map(|seed| seed["judged"]["score"].as_f64().unwrap())
+            .collect();
+        assert!(
+            verdicts.windows(2).all(|w| w[0] >= w[1]),
+            "{judge}: {verdicts:?}"
+        );
+        if judge == "llm" {
+            assert!(
+                verdicts.iter().all(|p| (0.0..=1.0).contains(p)),
+                "{verdicts:?}"
+            );
+        }
+        assert!(seeds.iter().all(|seed| {
+            (1..=30).contains(&seed["judged"]["first_stage_rank"].as_u64().unwrap())
+        }));
+    }
+}
