@@ -51,6 +51,33 @@ const PAIR_SUMS_MOST: usize = i16::MAX as usize;
 /// One panel's or one row's bytes and its two f32 values per span, for one task to fill.
 type Parts<'a, T> = Mutex<(&'a mut [T], &'a mut [f32], &'a mut [f32])>;
 
+/// Runs `fill(i, values, first, second)` for every `i < count` on candle's pool, with part `i`
+/// of each of the three slices, cut `sizes` long. The parts are disjoint, each behind a lock of
+/// its own, so that the pool's one shared closure can hand them to its threads.
+fn fill_parts<T: Send>(
+    (values, first, second): (&mut [T], &mut [f32], &mut [f32]),
+    (value_size, first_size, second_size): (usize, usize, usize),
+    count: usize,
+    fill: impl Fn(usize, &mut [T], &mut [f32], &mut [f32]) + Sync,
+) {
+    let parts: Vec<Parts<'_, T>> = values
+        .chunks_mut(value_size)
+        .zip(first.chunks_mut(first_size))
+        .zip(second.chunks_mut(second_size))
+        .map(|((values, first), second)| Mutex::new((values, first, second)))
+        .take(count)
+        .collect();
+    candle_core::utils::barrier_pool().execute_chunked(count, |range| {
+        for index in range {
+            let mut part = parts[index]
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let (values, first, second) = &mut *part;
+            fill(index, values, first, second);
+        }
+    });
+}
+
 /// A matrix's weights unpacked for one call: `bytes` at `((p · groups + g) · 16 + l) · 4 + j`
 /// is column `16p + l`'s input `4g + j`; `scales` and `minimums` at `(p · spans + s) · 16 + l`
 /// for the span of inputs `s · span` onwards. Columns past the matrix have zero weights,
@@ -261,23 +288,16 @@ impl Panels {
             columns,
         };
         let (panel_bytes, panel_scales) = (panels.panel_bytes(), panels.panel_scales());
-        let parts: Vec<Parts<'_, u8>> = panels
-            .bytes
-            .chunks_mut(panel_bytes)
-            .zip(panels.scales.chunks_mut(panel_scales))
-            .zip(panels.minimums.chunks_mut(panel_scales))
-            .map(|((bytes, scales), minimums)| Mutex::new((bytes, scales, minimums)))
-            .collect();
-        candle_core::utils::barrier_pool().execute_chunked(panel_count, |range| {
-            let mut weights = vec![0u8; span];
-            for panel in range {
-                let mut part = parts[panel]
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let (bytes, scales, minimums) = &mut *part;
+        fill_parts(
+            (&mut panels.bytes, &mut panels.scales, &mut panels.minimums),
+            (panel_bytes, panel_scales, panel_scales),
+            panel_count,
+            |panel, bytes, scales, minimums| {
+                let mut span_weights = [0u8; BLOCK];
+                let weights = &mut span_weights[..span];
                 for lane in 0..LANES.min(outputs - panel * LANES) {
                     for index in 0..spans {
-                        let (scale, minimum) = fill(panel * LANES + lane, index, &mut weights);
+                        let (scale, minimum) = fill(panel * LANES + lane, index, weights);
                         scales[index * LANES + lane] = scale;
                         minimums[index * LANES + lane] = minimum;
                         for (group, four) in weights.chunks_exact(GROUP).enumerate() {
@@ -286,9 +306,8 @@ impl Panels {
                         }
                     }
                 }
-            }
-        });
-        drop(parts);
+            },
+        );
         panels
     }
 
@@ -390,25 +409,19 @@ impl Quantized {
             columns,
             span,
         };
-        let parts: Vec<Parts<'_, i8>> = quantized
-            .bytes
-            .chunks_mut(columns)
-            .zip(quantized.scales.chunks_mut(blocks))
-            .zip(quantized.span_sums.chunks_mut(spans))
-            .map(|((bytes, scales), sums)| Mutex::new((bytes, scales, sums)))
-            .take(rows)
-            .collect();
-        candle_core::utils::barrier_pool().execute_chunked(rows, |range| {
-            for row in range {
-                let mut part = parts[row]
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let (bytes, scales, sums) = &mut *part;
+        fill_parts(
+            (
+                &mut quantized.bytes,
+                &mut quantized.scales,
+                &mut quantized.span_sums,
+            ),
+            (columns, blocks, spans),
+            rows,
+            |row, bytes, scales, sums| {
                 let values = &x[row * columns..][..columns];
                 x86::quantize_row(kernel, values, bytes, scales, sums);
-            }
-        });
-        drop(parts);
+            },
+        );
         quantized
     }
 
