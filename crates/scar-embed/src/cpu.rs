@@ -57,18 +57,25 @@ impl FromStr for Isa {
 /// # Errors
 /// [`UnknownIsa`] for a value that names no class.
 pub fn max_isa() -> Result<Option<Isa>, UnknownIsa> {
+    read_cap().clone()
+}
+
+/// The environment's cap, read once.
+fn read_cap() -> &'static Result<Option<Isa>, UnknownIsa> {
     static CAP: OnceLock<Result<Option<Isa>, UnknownIsa>> = OnceLock::new();
     CAP.get_or_init(|| match std::env::var(MAX_ISA_VARIABLE) {
         Ok(value) if !value.trim().is_empty() => value.parse().map(Some),
         _ => Ok(None),
     })
-    .clone()
 }
 
 /// True where the cap lets kernels use `isa`'s instructions (the CPU must still have them).
 #[must_use]
 pub fn allows(isa: Isa) -> bool {
-    max_isa().ok().flatten().is_none_or(|cap| isa <= cap)
+    match read_cap() {
+        Ok(Some(cap)) => isa <= *cap,
+        Ok(None) | Err(_) => true,
+    }
 }
 
 /// `" (our kernels capped at avx2 by SCAR_MAX_CPU_ISA)"` where a cap is set, for the lines that
@@ -81,13 +88,17 @@ pub fn cap_note() -> String {
     }
 }
 
-/// pulp's dispatcher for this CPU, without AVX-512 where the cap says so.
+/// pulp's dispatcher for this CPU, without AVX-512 where the cap says so; chosen once, as
+/// every vectorised loop asks for it.
 pub(crate) fn arch() -> pulp::Arch {
-    #[cfg(target_arch = "x86_64")]
-    if !allows(Isa::Avx512) {
-        return pulp::x86::V3::try_new().map_or(pulp::Arch::Scalar, pulp::Arch::V3);
-    }
-    pulp::Arch::new()
+    static ARCH: OnceLock<pulp::Arch> = OnceLock::new();
+    *ARCH.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        if !allows(Isa::Avx512) {
+            return pulp::x86::V3::try_new().map_or(pulp::Arch::Scalar, pulp::Arch::V3);
+        }
+        pulp::Arch::new()
+    })
 }
 
 #[cfg(test)]
