@@ -74,6 +74,8 @@ struct Args {
 
 fn main() -> Result<()> {
     let args = Args::parse();
+    // The kernels would read a cap they cannot parse as none; say so before the window opens.
+    scar_ui::max_isa()?;
     let library_dir = args
         .library
         .or_else(|| eframe::storage_dir(APP_ID).map(|dir| dir.join("indexes")))

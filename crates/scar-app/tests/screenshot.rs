@@ -102,6 +102,25 @@ fn help_documents_the_screenshot_flags() {
 }
 
 #[test]
+fn an_unknown_instruction_set_cap_is_refused_before_the_window_opens() {
+    let home = tempfile::tempdir().unwrap();
+    // No display is needed: the value is read before eframe starts.
+    let output = scar_app(home.path())
+        .env("SCAR_MAX_CPU_ISA", "sse")
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr
+            .contains("SCAR_MAX_CPU_ISA=\"sse\" names no instruction set: use avx2, avx512 or amx"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn a_screenshot_run_shows_the_decisions_in_a_real_window() {
     let home = tempfile::tempdir().unwrap();
     let png = home.path().join("decisions.png");

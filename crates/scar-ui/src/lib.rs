@@ -47,6 +47,7 @@ mod worker;
 use std::path::{Path, PathBuf};
 
 pub use scar_answer::{DEFAULT_CROSS_ENCODER, Reranking};
+pub use scar_embed::cpu::{UnknownIsa, max_isa};
 pub use scar_embed::{DeviceChoice, Precision};
 
 pub use app::ScarApp;
