@@ -1,14 +1,17 @@
 //! The store at scale, side by side with the folder index's own search kernels: query latency
 //! (p50 / p99) of dense search, exact and HNSW, and of BM25, over synthetic chunks.
 //!
-//! `store_scale URL [SIZES] [QUERIES]` (defaults `100000` and 100): URL names an empty
-//! database. For each size, the example index is published there (for the store's tables and
+//! `store_scale URL [SIZES] [QUERIES] [SEARCHES]` (defaults `100000`, 100 and
+//! `exact,hnsw,bm25`): URL names an empty database. For each size, the example index is published there (for the store's tables and
 //! model), then synthetic chunks are written beside it: documents of 50 chunks scattered around
 //! their own random direction (as `scar-retrieve`'s `hnsw_search` example makes them), each
 //! chunk 100 words drawn from its document's 40 topic words and a shared Zipf-like vocabulary.
 //! Each query is a noisier point near one document's direction, and four of its topic words
 //! with three of the shared vocabulary's.
-//! The folder side runs `exact_top_k` and an `HnswGraph` over the same vectors in memory.
+//! The folder side runs `exact_top_k` and an `HnswGraph` over the same vectors in memory, and
+//! tantivy's BM25 (the folder index's lexical search) over the same texts.
+//! Each search runs the queries three times; a row gives the medians of the three p50s and
+//! p99s.
 
 use std::collections::HashSet;
 use std::ops::Range;
@@ -30,6 +33,8 @@ const VOCABULARY: usize = 20_000;
 const DEPTH: usize = 50;
 const RECALL_AT: usize = 10;
 const ROWS_PER_INSERT: usize = 1000;
+/// Passes over the queries, for medians.
+const RUNS: usize = 3;
 
 /// A word of the shared vocabulary, rank drawn as 1/rank (Zipf-like).
 fn common_word(next: &mut impl FnMut() -> f32) -> String {
@@ -43,7 +48,7 @@ fn topic_word(document: usize, at: usize) -> String {
 }
 
 /// p50 and p99 of `samples`, in milliseconds.
-fn percentiles(mut samples: Vec<Duration>) -> (f64, f64) {
+fn percentiles(mut samples: Vec<Duration>) -> Latency {
     samples.sort();
     let at = |q: f64| {
         let i = ((samples.len() as f64 - 1.0) * q).round() as usize;
@@ -55,16 +60,41 @@ fn percentiles(mut samples: Vec<Duration>) -> (f64, f64) {
 /// A search's hits, best first.
 type Hits = Vec<(ChunkId, f32)>;
 
-/// Times `search` over each query: p50 and p99, and each query's hits.
-fn timed<Q>(queries: &[Q], mut search: impl FnMut(&Q) -> Hits) -> ((f64, f64), Vec<Hits>) {
-    let mut times = Vec::with_capacity(queries.len());
+/// p50 and p99 in milliseconds.
+type Latency = (f64, f64);
+
+/// Prints a row of the table: the search, the folder's and the store's latency, and the
+/// folder's and the store's recall@10.
+type Row<'a> = &'a dyn Fn(&str, Latency, Latency, (f64, f64));
+
+/// Times `search` over each query, [`RUNS`] times: the medians of the runs' p50 and p99, and
+/// each query's hits.
+fn timed<Q>(queries: &[Q], mut search: impl FnMut(&Q) -> Hits) -> (Latency, Vec<Hits>) {
+    let mut runs = Vec::with_capacity(RUNS);
     let mut hits = Vec::with_capacity(queries.len());
-    for query in queries {
-        let started = Instant::now();
-        hits.push(search(query));
-        times.push(started.elapsed());
+    for run in 0..RUNS {
+        let mut times = Vec::with_capacity(queries.len());
+        for query in queries {
+            let started = Instant::now();
+            let found = search(query);
+            times.push(started.elapsed());
+            if run == 0 {
+                hits.push(found);
+            }
+        }
+        runs.push(percentiles(times));
     }
-    (percentiles(times), hits)
+    let median = |mut values: Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    (
+        (
+            median(runs.iter().map(|run| run.0).collect()),
+            median(runs.iter().map(|run| run.1).collect()),
+        ),
+        hits,
+    )
 }
 
 /// Mean share of `truth`'s top `RECALL_AT` that `found`'s top `RECALL_AT` holds.
@@ -163,6 +193,11 @@ fn write(url: &str, data: &Synthetic, dimension: usize) -> Result<f64, Box<dyn s
         }
         transaction.commit()?;
     }
+    // What a writer keeps for BM25, counted once for all the chunks written here.
+    client.batch_execute(
+        "DELETE FROM scar_terms; INSERT INTO scar_terms (lexeme, chunks) \
+         SELECT u.lexeme, count(*) FROM scar_chunks c, unnest(c.lexical) u GROUP BY u.lexeme",
+    )?;
     Ok(data.texts.len() as f64 / started.elapsed().as_secs_f64())
 }
 
@@ -197,12 +232,14 @@ fn measure(
     example: &Index,
     rows: u32,
     query_count: usize,
+    searches: &[String],
 ) -> Result<(), Box<dyn std::error::Error>> {
+    let wanted = |search: &str| searches.iter().any(|s| s == search);
     let dimension = example.manifest().model.dimension;
     let cancel = AtomicBool::new(false);
     let mut client = postgres::Client::connect(url, postgres::NoTls)?;
     client.batch_execute(
-        "DROP TABLE IF EXISTS scar_chunks, scar_documents, scar_files, scar_meta CASCADE",
+        "DROP TABLE IF EXISTS scar_chunks, scar_documents, scar_files, scar_meta, scar_terms CASCADE",
     )?;
     publish(
         example,
@@ -234,10 +271,7 @@ fn measure(
             .map(|(id, score)| (ChunkId(id.0 - offset), score))
             .collect()
     };
-    let (store_exact, exact_hits) = timed(&vectors, |q| {
-        in_folder_ids(store.dense_ranking(q, DEPTH, None).unwrap_or_default())
-    });
-    let row = |search: &str, folder: (f64, f64), store: (f64, f64), recalls: (f64, f64)| {
+    let row = |search: &str, folder: Latency, store: Latency, recalls: (f64, f64)| {
         println!(
             "| {rows} | {search} | {:.2} / {:.2} | {:.2} / {:.2} | {:.1}× | {:.3} / {:.3} |",
             folder.0,
@@ -249,18 +283,105 @@ fn measure(
             recalls.1,
         );
     };
-    row(
-        "dense, exact",
-        folder_exact,
-        store_exact,
-        (1.0, recall(&truth, &exact_hits)),
-    );
+    if wanted("exact") {
+        let (store_exact, exact_hits) = timed(&vectors, |q| {
+            in_folder_ids(store.dense_ranking(q, DEPTH, None).unwrap_or_default())
+        });
+        row(
+            "dense, exact",
+            folder_exact,
+            store_exact,
+            (1.0, recall(&truth, &exact_hits)),
+        );
+    }
+    if wanted("hnsw") {
+        hnsw_rows(url, example, &data, &vectors, &truth, &in_folder_ids, &row)?;
+    }
+    if wanted("bm25") {
+        let (folder_bm25, folder_hits) = folder_bm25(&data.texts, &words)?;
+        let (store_bm25, store_hits) = timed(&words, |q| {
+            in_folder_ids(store.lexical_ranking(q, DEPTH, None).unwrap_or_default())
+        });
+        // The store's BM25 is exact (scar-postgres's tests score every chunk against it), so the
+        // folder's top 10 is read against it: tantivy keeps each chunk's length in one byte.
+        println!(
+            "| {rows} | BM25 | {:.2} / {:.2} | {:.2} / {:.2} | {:.1}× | {:.3} / – |",
+            folder_bm25.0,
+            folder_bm25.1,
+            store_bm25.0,
+            store_bm25.1,
+            store_bm25.0 / folder_bm25.0,
+            recall(&store_hits, &folder_hits),
+        );
+    }
+    Ok(())
+}
 
+/// tantivy's BM25 over `texts`, as the folder index runs it: timed over `queries`, and their
+/// hits as row numbers.
+fn folder_bm25(
+    texts: &[String],
+    queries: &[String],
+) -> Result<(Latency, Vec<Hits>), Box<dyn std::error::Error>> {
+    use tantivy::schema::{FAST, Schema, TEXT};
+    let mut schema = Schema::builder();
+    let text = schema.add_text_field("text", TEXT);
+    let row = schema.add_u64_field("row", FAST);
+    let index = tantivy::Index::create_in_ram(schema.build());
+    let started = Instant::now();
+    let mut writer: tantivy::IndexWriter = index.writer(1 << 30)?;
+    for (at, words) in texts.iter().enumerate() {
+        writer.add_document(tantivy::doc!(text => words.as_str(), row => at as u64))?;
+    }
+    writer.commit()?;
+    eprintln!(
+        "tantivy: {} texts indexed in {:.1} s",
+        texts.len(),
+        started.elapsed().as_secs_f64()
+    );
+    let searcher = index.reader()?.searcher();
+    let parser = tantivy::query::QueryParser::for_index(&index, vec![text]);
+    Ok(timed(queries, |q| {
+        let (query, _) = parser.parse_query_lenient(q);
+        let top = searcher
+            .search(
+                &query,
+                &tantivy::collector::TopDocs::with_limit(DEPTH).order_by_score(),
+            )
+            .unwrap_or_default();
+        top.into_iter()
+            .filter_map(|(score, address)| {
+                let rows = searcher
+                    .segment_reader(address.segment_ord)
+                    .fast_fields()
+                    .u64("row")
+                    .ok()?;
+                Some((
+                    ChunkId(u32::try_from(rows.first(address.doc_id)?).ok()?),
+                    score,
+                ))
+            })
+            .collect()
+    }))
+}
+
+/// The HNSW row: the folder's graph and the store's index built over the same vectors.
+fn hnsw_rows(
+    url: &str,
+    example: &Index,
+    data: &Synthetic,
+    vectors: &[Vec<f32>],
+    truth: &[Hits],
+    in_folder_ids: &dyn Fn(Hits) -> Hits,
+    row: Row<'_>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let dimension = example.manifest().model.dimension;
+    let cancel = AtomicBool::new(false);
     let started = Instant::now();
     let mut graph = HnswGraph::new(dimension, HnswParams::default())?;
     graph.extend(&data.matrix, &mut |_, _| {}, &cancel)?;
     let folder_build = started.elapsed().as_secs_f64();
-    let (folder_graph, graph_hits) = timed(&vectors, |q| {
+    let (folder_graph, graph_hits) = timed(vectors, |q| {
         graph
             .search(&data.matrix, q, DEPTH, |_| true)
             .unwrap_or_default()
@@ -276,26 +397,16 @@ fn measure(
     )?;
     let store_build = started.elapsed().as_secs_f64();
     let store = PgStore::open(url)?;
-    let (store_graph, store_graph_hits) = timed(&vectors, |q| {
+    let (store_graph, store_graph_hits) = timed(vectors, |q| {
         in_folder_ids(store.dense_ranking(q, DEPTH, None).unwrap_or_default())
     });
     row(
         "dense, HNSW",
         folder_graph,
         store_graph,
-        (
-            recall(&truth, &graph_hits),
-            recall(&truth, &store_graph_hits),
-        ),
+        (recall(truth, &graph_hits), recall(truth, &store_graph_hits)),
     );
     eprintln!("HNSW build: folder {folder_build:.1} s, store {store_build:.1} s");
-    let (store_bm25, _) = timed(&words, |q| {
-        store.lexical_ranking(q, DEPTH, None).unwrap_or_default()
-    });
-    println!(
-        "| {rows} | BM25 | – | {:.2} / {:.2} | – | – |",
-        store_bm25.0, store_bm25.1
-    );
     Ok(())
 }
 
@@ -303,18 +414,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let url = args
         .first()
-        .ok_or("usage: store_scale URL [SIZES] [QUERIES]")?;
+        .ok_or("usage: store_scale URL [SIZES] [QUERIES] [SEARCHES]")?;
     let sizes: Vec<u32> = args.get(1).map_or(Ok(vec![100_000]), |list| {
         list.split(',').map(str::parse).collect::<Result<_, _>>()
     })?;
     let query_count: usize = args.get(2).map_or(Ok(100), |n| n.parse())?;
+    let searches: Vec<String> = args
+        .get(3)
+        .map_or("exact,hnsw,bm25", String::as_str)
+        .split(',')
+        .map(str::to_owned)
+        .collect();
     let example = Index::open(example_index())?;
     println!(
         "| chunks | search | folder p50 / p99 ms | store p50 / p99 ms | store ÷ folder (p50) | recall@{RECALL_AT}, folder / store |"
     );
     println!("| ---: | --- | ---: | ---: | ---: | ---: |");
     for &rows in &sizes {
-        measure(url, &example, rows, query_count)?;
+        measure(url, &example, rows, query_count, &searches)?;
     }
     Ok(())
 }

@@ -14,13 +14,15 @@
 //! Dense ranking is pgvector's cosine distance, exact unless the store has an HNSW index
 //! (built, tuned and dropped by [`publish`] as the folder's graph is by `scar index`);
 //! lexical ranking is BM25 (tantivy's k1 = 1.2, b = 0.75) computed in SQL over the chunks'
-//! full-text vectors: lowercased, unstemmed words, as tantivy's default tokenizer reads them,
-//! a word's document frequency counted through the GIN index, a chunk's length taken in model
-//! tokens. PostgreSQL's own `ts_rank_cd` has no inverse document frequency; it lost 10 to 30
+//! full-text vectors: the words the folder index reads, cut by its own tokenizer, a word's
+//! document frequency kept by the writers, a chunk's length taken in those words. A search
+//! reads the question's words rarest first and stops where the words left cannot lift a chunk
+//! into the ranking, so common words cost little (`bm25.rs`). PostgreSQL's own `ts_rank_cd` has no inverse document frequency; it lost 10 to 30
 //! points of recall against the folder's BM25 (docs/EVALUATION.md). The two BM25s still split
 //! words a little differently, and the policies read ranks only, so a rank means the same on
 //! both stores.
 
+mod bm25;
 mod error;
 mod publish;
 mod schema;

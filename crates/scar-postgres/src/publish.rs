@@ -115,7 +115,9 @@ pub fn publish(
         }
         let mut transaction = client.transaction().map_err(failed)?;
         lock(&mut transaction, url, path)?;
-        report.removed += delete_file(&mut transaction, url, path)?;
+        let removed = delete_file(&mut transaction, url, path)?;
+        update_terms(&mut transaction, url, &removed.words, &[])?;
+        report.removed += removed.files;
         transaction.commit().map_err(failed)?;
         progress(files.len() + done + 1, total);
     }
@@ -155,9 +157,73 @@ fn lock(transaction: &mut Transaction<'_>, url: &str, path: &str) -> Result<()> 
     Ok(())
 }
 
-/// Deletes the file at `path`, its documents and their chunks; 1 if it was stored, else 0.
+/// What a transaction removed: files (0 or 1) and the words of the chunks, as [`count_words`]
+/// reads them.
+struct Removed {
+    files: usize,
+    words: WordCounts,
+}
+
+/// Words and, for each, the chunks holding it.
+#[derive(Default)]
+struct WordCounts {
+    lexemes: Vec<String>,
+    chunks: Vec<i32>,
+}
+
+/// Serialises the writers' updates of `scar_terms` from the update to the commit, so that
+/// writers touching the same words in other orders never deadlock (an arbitrary constant).
+const TERMS_LOCK: i64 = 0x5CA2_0002;
+
+/// The words of the chunks of `documents` and, for each, the chunks holding it.
+fn count_words(
+    transaction: &mut Transaction<'_>,
+    url: &str,
+    documents: &[i32],
+) -> Result<WordCounts> {
+    let rows = transaction
+        .query(
+            "SELECT u.lexeme, count(*)::int FROM scar_chunks c, unnest(c.lexical) u \
+             WHERE c.document = ANY($1) GROUP BY u.lexeme",
+            &[&documents],
+        )
+        .map_err(|e| StoreError::from_client(url, e))?;
+    Ok(WordCounts {
+        lexemes: rows.iter().map(|row| row.get(0)).collect(),
+        chunks: rows.iter().map(|row| row.get(1)).collect(),
+    })
+}
+
+/// Takes `removed`'s words off `scar_terms` and adds those of the chunks of `added` (documents
+/// this transaction wrote). Last in the transaction: the lock it takes is held to the commit.
+fn update_terms(
+    transaction: &mut Transaction<'_>,
+    url: &str,
+    removed: &WordCounts,
+    added: &[i32],
+) -> Result<()> {
+    transaction
+        .execute("SELECT pg_advisory_xact_lock($1)", &[&TERMS_LOCK])
+        .and_then(|_| {
+            transaction.execute(
+                "INSERT INTO scar_terms (lexeme, chunks) \
+                 SELECT lexeme, sum(n)::int FROM ( \
+                     SELECT lexeme, -n AS n FROM unnest($1::text[], $2::int[]) AS r(lexeme, n) \
+                     UNION ALL \
+                     SELECT u.lexeme, count(*)::int FROM scar_chunks c, unnest(c.lexical) u \
+                     WHERE c.document = ANY($3) GROUP BY u.lexeme \
+                 ) changes GROUP BY lexeme HAVING sum(n) <> 0 \
+                 ON CONFLICT (lexeme) DO UPDATE SET chunks = scar_terms.chunks + excluded.chunks",
+                &[&removed.lexemes, &removed.chunks, &added],
+            )
+        })
+        .map_err(|e| StoreError::from_client(url, e))?;
+    Ok(())
+}
+
+/// Deletes the file at `path`, its documents and their chunks, saying what went.
 /// The chunks go first and by name: on shard servers, no foreign key reaches them.
-fn delete_file(transaction: &mut Transaction<'_>, url: &str, path: &str) -> Result<usize> {
+fn delete_file(transaction: &mut Transaction<'_>, url: &str, path: &str) -> Result<Removed> {
     let failed = |e| StoreError::from_client(url, e);
     let documents: Vec<i32> = transaction
         .query("SELECT id FROM scar_documents WHERE path = $1", &[&path])
@@ -165,6 +231,7 @@ fn delete_file(transaction: &mut Transaction<'_>, url: &str, path: &str) -> Resu
         .iter()
         .map(|row| row.get(0))
         .collect();
+    let words = count_words(transaction, url, &documents)?;
     transaction
         .execute(
             "DELETE FROM scar_chunks WHERE document = ANY($1)",
@@ -174,7 +241,10 @@ fn delete_file(transaction: &mut Transaction<'_>, url: &str, path: &str) -> Resu
     let files = transaction
         .execute("DELETE FROM scar_files WHERE path = $1", &[&path])
         .map_err(failed)?;
-    Ok(usize::from(files > 0))
+    Ok(Removed {
+        files: usize::from(files > 0),
+        words,
+    })
 }
 
 /// Replaces the file at `path` with `documents`, in one transaction: the chunks written, or
@@ -197,7 +267,7 @@ fn write_file(
     if current.is_some_and(|row| row.get::<_, String>(0) == *hash) {
         return Ok(None);
     }
-    delete_file(&mut transaction, url, path)?;
+    let removed = delete_file(&mut transaction, url, path)?;
     transaction
         .execute(
             "INSERT INTO scar_files (path, hash, reached_from) VALUES ($1, $2, $3)",
@@ -212,6 +282,7 @@ fn write_file(
         )
         .map_err(failed)?;
     let mut chunks = 0;
+    let mut added = Vec::with_capacity(documents.len());
     for document in documents {
         let id: i32 = transaction
             .query_one(
@@ -220,6 +291,7 @@ fn write_file(
             )
             .map_err(failed)?
             .get(0);
+        added.push(id);
         let rows: Vec<u32> =
             (document.first_row..document.first_row + document.chunk_count).collect();
         for batch in rows.chunks(ROWS_PER_INSERT) {
@@ -227,6 +299,7 @@ fn write_file(
         }
         chunks += rows.len();
     }
+    update_terms(&mut transaction, url, &removed.words, &added)?;
     transaction.commit().map_err(failed)?;
     Ok(Some(chunks))
 }

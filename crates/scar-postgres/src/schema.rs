@@ -3,8 +3,10 @@
 //!
 //! Versions: 1, the tables below, with English stems as the lexical words; 2, the chunker
 //! recorded beside the model, the lexical words as BM25 reads them in a folder index and their
-//! number, and the optional HNSW index on the vectors, with its parameters recorded. A writer
-//! upgrades a version-1 store: it records its own chunker and cuts the words again. A store
+//! number, and the optional HNSW index on the vectors, with its parameters recorded; 3, the
+//! number of chunks holding each word (`scar_terms`), which bounds BM25's search. A writer
+//! upgrades an older store: to version 2, it records its own chunker and cuts the words again;
+//! to version 3, it counts the words' chunks. A store
 //! records how its words are cut (`analyzer`, a `scar_index::Analyzer`); one that does not
 //! was cut in letter runs, as version 2 first did.
 
@@ -15,7 +17,7 @@ use scar_index::{Analyzer, ChunkerConfig, HnswParams, HnswSetting};
 use crate::{Result, StoreError};
 
 /// The version of the tables this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// What a store records about itself, beside its tables.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,11 +42,24 @@ const SCHEMA_LOCK: i64 = 0x5CA2_0001;
 /// The tables of a store on one server, for chunks of `dimension` values.
 fn tables(dimension: usize) -> String {
     format!(
-        "{} {}",
-        FILES_AND_DOCUMENTS,
+        "{FILES_AND_DOCUMENTS} {TERMS} {}",
         chunks_table(dimension, ChunksLayout::Whole)
     )
 }
+
+/// How many chunks hold each word BM25 reads (its document frequency), kept by the writers in
+/// the transaction that adds or removes the chunks: BM25 reads a word's weight here instead of
+/// counting its chunks at every search, and so can leave out the chunks that hold only words
+/// too common to reach the ranking. A word no chunk holds any more keeps a row of 0.
+pub(crate) const TERMS: &str = "
+    CREATE TABLE scar_terms (
+        lexeme text PRIMARY KEY,
+        chunks integer NOT NULL
+    );";
+
+/// Fills `scar_terms` from the chunks stored, for a store made before it was kept.
+const COUNT_TERMS: &str = "INSERT INTO scar_terms (lexeme, chunks) \
+     SELECT u.lexeme, count(*) FROM scar_chunks c, unnest(c.lexical) u GROUP BY u.lexeme";
 
 /// The tables of files and documents. A file is the unit a writer replaces; a file's documents
 /// are its own text and what it carries (a mail's attachments). A file a link led to from
@@ -281,8 +296,9 @@ pub(crate) fn create_or_check(
                 )
                 .map_err(failed)?;
             record(transaction, url, "chunker", chunker)?;
-            record(transaction, url, "schema_version", &SCHEMA_VERSION)?;
+            count_terms(transaction, url)?;
         }
+        Some(2) => count_terms(transaction, url)?,
         Some(_) => {
             let meta = existing(transaction, url)?;
             if !meta.model.embeds_like(model) {
@@ -304,6 +320,14 @@ pub(crate) fn create_or_check(
         }
     }
     existing(transaction, url)
+}
+
+/// Version 2 to 3: creates and fills `scar_terms`.
+fn count_terms(transaction: &mut Transaction<'_>, url: &str) -> Result<()> {
+    transaction
+        .batch_execute(&format!("{TERMS} {COUNT_TERMS}"))
+        .map_err(|e| StoreError::from_client(url, e))?;
+    record(transaction, url, "schema_version", &SCHEMA_VERSION)
 }
 
 /// Creates a new store's records, saying what it holds, at this build's version.

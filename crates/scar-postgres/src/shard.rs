@@ -72,6 +72,7 @@ pub fn create_sharded(
         ddl.push_str(&foreign_server(at, shard)?);
     }
     ddl.push_str(schema::FILES_AND_DOCUMENTS);
+    ddl.push_str(schema::TERMS);
     ddl.push_str(&schema::chunks_table(
         model.dimension,
         ChunksLayout::Partitioned,

@@ -14,7 +14,7 @@ use scar_policy::ChunkSource;
 use scar_retrieve::{ChunkStore, StoredChunk, StoredDocument};
 
 use crate::schema::Meta;
-use crate::{Result, StoreError, redacted, schema};
+use crate::{Result, StoreError, bm25, redacted, schema};
 
 /// What a store holds, as `scar inspect` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -55,10 +55,6 @@ const COUNT_LIFETIME: Duration = Duration::from_secs(1);
 /// A count is trusted this many times as long as it took, so that counting a large store
 /// (a scan) takes at most a hundredth of the time spent searching it.
 const COUNT_COST_SHARE: u32 = 100;
-
-/// BM25's term-frequency saturation and length normalisation, tantivy's defaults.
-const BM25_K1: f64 = 1.2;
-const BM25_B: f64 = 0.75;
 
 /// The chunks stored and their mean length in words, when they were counted and for how long
 /// the count is trusted.
@@ -179,15 +175,14 @@ impl PgStore {
     }
 
     /// `sql` run in a transaction of its own after `settings` (`SET LOCAL` statements, which
-    /// end with it). A connection the server dropped (a restart, a failover, an administrator)
-    /// is opened again and the query run once more: reading twice is harmless.
+    /// end with it).
     fn query_with(
         &self,
         settings: &str,
         sql: &str,
         params: &[&(dyn postgres::types::ToSql + Sync)],
     ) -> Result<Vec<Row>> {
-        let run = |client: &mut Client| -> std::result::Result<Vec<Row>, postgres::Error> {
+        self.with_connection(|client| {
             if settings.is_empty() {
                 return client.query(sql, params);
             }
@@ -196,7 +191,33 @@ impl PgStore {
             let rows = transaction.query(sql, params)?;
             transaction.commit()?;
             Ok(rows)
-        };
+        })
+    }
+
+    /// `read` run in one read-only transaction that sees one snapshot of the store.
+    fn in_snapshot<T>(
+        &self,
+        read: impl Fn(&mut postgres::Transaction<'_>) -> std::result::Result<T, postgres::Error>,
+    ) -> Result<T> {
+        self.with_connection(|client| {
+            let mut transaction = client
+                .build_transaction()
+                .isolation_level(postgres::IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()?;
+            let value = read(&mut transaction)?;
+            transaction.commit()?;
+            Ok(value)
+        })
+    }
+
+    /// `run` on the store's connection. A connection the server dropped (a restart, a
+    /// failover, an administrator) is opened again and `run` run once more: reading twice is
+    /// harmless.
+    fn with_connection<T>(
+        &self,
+        run: impl Fn(&mut Client) -> std::result::Result<T, postgres::Error>,
+    ) -> Result<T> {
         // A panic elsewhere while the lock was held leaves the connection as sound as before.
         let mut client = self
             .client
@@ -309,37 +330,6 @@ fn counted(row: &Row, started: Instant) -> Counted {
     }
 }
 
-/// BM25 over the stored words, the filter `among` (a `WHERE` clause on `id`) applied last:
-/// each of the question's words (`$1`, space-separated) weighs its inverse document frequency
-/// among the `$3` chunks, its count in the chunk saturates, and the chunk's length in words is
-/// set against the mean (`$4`); the best `$2`, ties by id. Every chunk holding a word of the
-/// question is a candidate, so a word's document frequency is counted among the candidates;
-/// each candidate's vector is cut to the question's words (marked, then filtered by the mark)
-/// before it is unnested: a chunk holds a hundred words, a question a few.
-fn bm25(among: &str) -> String {
-    format!(
-        "WITH terms AS (
-             SELECT array_agg(DISTINCT lexeme) AS list FROM unnest(to_tsvector('simple', $1))
-         ), hits AS (
-             SELECT c.id, c.words, f.lexeme, f.tf FROM terms, scar_chunks c
-             CROSS JOIN LATERAL (
-                 SELECT u.lexeme, array_length(u.positions, 1)::float8 AS tf
-                 FROM unnest(ts_filter(setweight(c.lexical, 'A', terms.list), '{{a}}')) u) f
-             WHERE c.lexical @@ (SELECT string_agg(quote_literal(word), ' | ')::tsquery
-                                 FROM unnest(terms.list) word)
-         ), weighted AS (
-             SELECT id, words, tf, ln(1 + ($3::float8 - df + 0.5) / (df + 0.5)) AS idf
-             FROM (SELECT *, count(*) OVER (PARTITION BY lexeme)::float8 AS df FROM hits) counted
-         )
-         SELECT id, sum(idf * tf * {saturation}
-                        / (tf + {BM25_K1} * ({keep} + {BM25_B} * words / $4::float8)))::float8
-         FROM weighted {among}
-         GROUP BY id ORDER BY 2 DESC, id LIMIT $2",
-        saturation = BM25_K1 + 1.0,
-        keep = 1.0 - BM25_B,
-    )
-}
-
 /// A number the store keeps as `integer`: ids, ordinals and counts never reach 2³¹.
 pub(crate) fn int(value: u32) -> i32 {
     i32::try_from(value).unwrap_or(i32::MAX)
@@ -434,19 +424,22 @@ impl ChunkStore for PgStore {
     ) -> scar_retrieve::Result<Vec<(ChunkId, f32)>> {
         // The question's words, cut as the stored words were.
         let words = self.meta.analyzer.words(query).join(" ");
-        let limit = i64::try_from(depth).unwrap_or(i64::MAX);
         let Counted {
             chunks, mean_words, ..
         } = self.counts();
         let (chunks, mean_words) = (chunks as f64, mean_words.max(1.0));
-        Ok(match among {
-            None => self.ranked("", &bm25(""), &[&words, &limit, &chunks, &mean_words])?,
-            Some(among) => self.ranked(
-                "",
-                &bm25("WHERE id = ANY($5)"),
-                &[&words, &limit, &chunks, &mean_words, &ids(among)],
-            )?,
-        })
+        let among = among.map(ids);
+        let hits = self.in_snapshot(|transaction| {
+            let terms = bm25::terms(transaction, &words, chunks)?;
+            match &among {
+                None => bm25::ranking(transaction, &terms, mean_words, depth),
+                Some(among) => bm25::ranking_among(transaction, &terms, mean_words, depth, among),
+            }
+        })?;
+        Ok(hits
+            .into_iter()
+            .map(|(id, score)| (chunk_id(id), score as f32))
+            .collect())
     }
 
     fn chunk(&self, id: ChunkId) -> scar_retrieve::Result<Option<StoredChunk>> {

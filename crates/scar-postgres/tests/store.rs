@@ -55,6 +55,115 @@ fn publish_example(url: &str) -> scar_postgres::PublishReport {
     .unwrap()
 }
 
+/// Asserts that `scar_terms` holds, for each word, the number of chunks holding it.
+fn assert_terms_counted(url: &str) {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let wrong: Vec<(String, Option<i32>, Option<i32>)> = client
+        .query(
+            "SELECT lexeme, h.held, t.chunks FROM \
+             (SELECT u.lexeme, count(*)::int AS held FROM scar_chunks c, unnest(c.lexical) u \
+              GROUP BY u.lexeme) h \
+             FULL JOIN (SELECT lexeme, chunks FROM scar_terms WHERE chunks <> 0) t USING (lexeme) \
+             WHERE h.held IS DISTINCT FROM t.chunks LIMIT 5",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1), row.get(2)))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "(word, chunks holding it, counted): {wrong:?}"
+    );
+}
+
+/// BM25 as tantivy scores it, over every chunk the store at `url` holds (`among` only, when
+/// given): the best `depth`, best first.
+fn bm25_of_every_chunk(
+    url: &str,
+    question: &str,
+    depth: usize,
+    among: Option<&[ChunkId]>,
+) -> Vec<(ChunkId, f64)> {
+    use std::collections::HashMap;
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let words = scar_index::Analyzer::CURRENT.words(question).join(" ");
+    let asked: Vec<String> = client
+        .query_one(
+            "SELECT tsvector_to_array(to_tsvector('simple', $1))",
+            &[&words],
+        )
+        .unwrap()
+        .get(0);
+    let mut lengths: HashMap<i32, f64> = HashMap::new();
+    for row in client
+        .query("SELECT id, words FROM scar_chunks", &[])
+        .unwrap()
+    {
+        lengths.insert(row.get(0), f64::from(row.get::<_, i32>(1)));
+    }
+    let mut counts: HashMap<i32, Vec<(String, f64)>> = HashMap::new();
+    let mut holding: HashMap<String, f64> = HashMap::new();
+    for row in client
+        .query(
+            "SELECT c.id, u.lexeme, array_length(u.positions, 1) \
+             FROM scar_chunks c, unnest(c.lexical) u WHERE u.lexeme = ANY($1)",
+            &[&asked],
+        )
+        .unwrap()
+    {
+        let lexeme: String = row.get(1);
+        *holding.entry(lexeme.clone()).or_default() += 1.0;
+        counts
+            .entry(row.get(0))
+            .or_default()
+            .push((lexeme, f64::from(row.get::<_, i32>(2))));
+    }
+    let chunks = lengths.len() as f64;
+    let mean = lengths.values().sum::<f64>() / chunks;
+    let mut scores: Vec<(ChunkId, f64)> = counts
+        .iter()
+        .filter(|(id, _)| among.is_none_or(|among| among.contains(&ChunkId(**id as u32))))
+        .map(|(id, found)| {
+            let score = found
+                .iter()
+                .map(|(lexeme, tf)| {
+                    let held = holding[lexeme];
+                    let idf = (1.0 + (chunks - held + 0.5) / (held + 0.5)).ln();
+                    idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * lengths[id] / mean))
+                })
+                .sum();
+            (ChunkId(*id as u32), score)
+        })
+        .collect();
+    scores.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    scores.truncate(depth);
+    scores
+}
+
+/// Asserts that `found` ranks as `expected` does: the same scores, rank by rank, and each
+/// chunk with its own score (chunks whose scores tie may trade places).
+fn assert_same_ranking(found: &[(ChunkId, f32)], expected: &[(ChunkId, f64)], what: &str) {
+    assert_eq!(
+        found.len(),
+        expected.len(),
+        "{what}: {found:?} against {expected:?}"
+    );
+    let by_id: std::collections::HashMap<ChunkId, f64> = expected.iter().copied().collect();
+    for ((id, score), (_, wanted)) in found.iter().zip(expected) {
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-4 * b.abs().max(1.0);
+        assert!(
+            close(f64::from(*score), *wanted),
+            "{what}: {found:?} against {expected:?}"
+        );
+        let own = by_id.get(id).copied().unwrap_or(f64::NAN);
+        assert!(
+            close(f64::from(*score), own),
+            "{what}: {id:?} scored {score}, not {own}"
+        );
+    }
+}
+
 /// Where a chunk is, as both stores name it: ids differ between stores, places do not.
 type Place = (String, u32);
 
@@ -175,6 +284,7 @@ fn publishing_again_writes_only_what_changed_and_removes_what_is_gone() {
     };
     let first = publish_example(&url);
     assert_eq!((first.published, first.unchanged), (4, 0));
+    assert_terms_counted(&url);
     let again = publish_example(&url);
     assert_eq!((again.published, again.unchanged, again.chunks), (0, 4, 0));
 
@@ -207,6 +317,15 @@ fn publishing_again_writes_only_what_changed_and_removes_what_is_gone() {
     .unwrap();
     // New paths: three files published; the example's stay, being under another root.
     assert_eq!((report.published, report.removed), (3, 0), "{report:?}");
+    assert_terms_counted(&url);
+    // A file changed: its words leave with its old chunks.
+    let changed = docs.join(names[1].file_name().unwrap());
+    let text = std::fs::read_to_string(&changed).unwrap();
+    std::fs::write(
+        &changed,
+        text + "\nA quetzal-green canoe is a rare sight.\n",
+    )
+    .unwrap();
     std::fs::remove_file(docs.join(names[0].file_name().unwrap())).unwrap();
     let two = index_folder(&dir.join("index"), &docs, &embedder);
     let report = publish(
@@ -220,9 +339,10 @@ fn publishing_again_writes_only_what_changed_and_removes_what_is_gone() {
     .unwrap();
     assert_eq!(
         (report.published, report.unchanged, report.removed),
-        (0, 2, 1),
+        (1, 1, 1),
         "{report:?}"
     );
+    assert_terms_counted(&url);
     let store = PgStore::open(&url).unwrap();
     let example_chunks = Index::open(example_index()).unwrap().len();
     assert_eq!(ChunkStore::len(&store), example_chunks + two.len());
@@ -265,6 +385,45 @@ fn writers_publishing_at_once_never_lose_or_duplicate_a_chunk() {
         (chunks as usize, distinct as usize, files),
         (expected, expected, 4)
     );
+    assert_terms_counted(&url);
+}
+
+#[test]
+fn bm25_reads_only_the_words_it_needs_and_ranks_as_scoring_every_chunk_does() {
+    let Some(url) = postgres_database("bm25") else {
+        return;
+    };
+    publish_example(&url);
+    let store = PgStore::open(&url).unwrap();
+    let some: Vec<ChunkId> = store
+        .dense_ranking(&vec![0.05; store.model().dimension], 12, None)
+        .unwrap()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    // Rare words with common ones, common words alone (every chunk a candidate), a word no
+    // chunk holds, and none at all.
+    for question in [
+        "What does it cost to take my kayak on the ferry?",
+        "the of and a to in is",
+        "Is the harbour office open on Sundays in winter?",
+        "cancellation refund policy for the ferry crossing",
+        "xylophone",
+        "",
+    ] {
+        for depth in [1, 3, 10, 1000] {
+            let what = format!("{question:?} to depth {depth}");
+            let found = store.lexical_ranking(question, depth, None).unwrap();
+            assert_same_ranking(
+                &found,
+                &bm25_of_every_chunk(&url, question, depth, None),
+                &what,
+            );
+            let found = store.lexical_ranking(question, depth, Some(&some)).unwrap();
+            let expected = bm25_of_every_chunk(&url, question, depth, Some(&some));
+            assert_same_ranking(&found, &expected, &format!("{what} among {some:?}"));
+        }
+    }
 }
 
 #[test]
@@ -537,6 +696,7 @@ fn an_older_store_is_upgraded_by_its_next_writer_and_another_chunker_refused() {
         .batch_execute(
             "UPDATE scar_meta SET value = '1' WHERE key = 'schema_version'; \
              DELETE FROM scar_meta WHERE key = 'chunker'; \
+             DROP TABLE scar_terms; \
              ALTER TABLE scar_chunks DROP COLUMN lexical, DROP COLUMN words; \
              ALTER TABLE scar_chunks ADD COLUMN lexical tsvector GENERATED ALWAYS AS \
                  (to_tsvector('english', heading_path || ' ' || text)) STORED",
@@ -567,6 +727,28 @@ fn an_older_store_is_upgraded_by_its_next_writer_and_another_chunker_refused() {
     assert_eq!(
         summary.chunker,
         Index::open(example_index()).unwrap().manifest().chunker
+    );
+    assert_terms_counted(&url);
+
+    // Version 2 did not count the chunks holding each word: its next writer counts them.
+    client
+        .batch_execute(
+            "UPDATE scar_meta SET value = '2' WHERE key = 'schema_version'; DROP TABLE scar_terms",
+        )
+        .unwrap();
+    let error = PgStore::open(&url).unwrap_err();
+    assert!(
+        matches!(error, StoreError::OlderSchema { found: 2, .. }),
+        "{error}"
+    );
+    publish_example(&url);
+    assert_terms_counted(&url);
+    assert!(
+        !PgStore::open(&url)
+            .unwrap()
+            .lexical_ranking("booked", 5, None)
+            .unwrap()
+            .is_empty()
     );
 
     // An index cut another way is refused, and the store keeps what it held.
