@@ -72,7 +72,9 @@ const COUNT: &str = "SELECT count(*), coalesce(avg(words), 0)::float8 FROM scar_
 /// A SCAR store in a PostgreSQL database, read by the retriever as a folder index is.
 pub struct PgStore {
     url: String,
-    client: Mutex<Client>,
+    /// Connections not in use: a search takes one, or opens one when none is free, and gives
+    /// it back, so searches served at once run at once on the server.
+    idle: Mutex<Vec<Client>>,
     meta: Meta,
     /// The chunks stored, when they were counted.
     counted: Mutex<Counted>,
@@ -125,7 +127,7 @@ impl PgStore {
         transaction.commit().map_err(failed)?;
         Ok(Self {
             url: url.to_owned(),
-            client: Mutex::new(client),
+            idle: Mutex::new(vec![client]),
             meta,
             counted: Mutex::new(counted),
         })
@@ -211,26 +213,34 @@ impl PgStore {
         })
     }
 
-    /// `run` on the store's connection. A connection the server dropped (a restart, a
-    /// failover, an administrator) is opened again and `run` run once more: reading twice is
-    /// harmless.
+    /// `run` on a free connection. A connection the server dropped (a restart, a failover, an
+    /// administrator) is opened again and `run` run once more: reading twice is harmless.
     fn with_connection<T>(
         &self,
         run: impl Fn(&mut Client) -> std::result::Result<T, postgres::Error>,
     ) -> Result<T> {
-        // A panic elsewhere while the lock was held leaves the connection as sound as before.
-        let mut client = self
-            .client
+        let free = self
+            .idle
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match run(&mut client) {
+            // A panic elsewhere while the lock was held leaves the connections as sound as before.
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop();
+        let mut client = match free {
+            Some(client) => client,
+            None => connect(&self.url)?,
+        };
+        let result = match run(&mut client) {
             Err(error) if connection_lost(&error) => {
-                *client = connect(&self.url)?;
+                client = connect(&self.url)?;
                 run(&mut client)
             }
             done => done,
-        }
-        .map_err(|e| StoreError::from_client(&self.url, e))
+        };
+        self.idle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(client);
+        result.map_err(|e| StoreError::from_client(&self.url, e))
     }
 
     /// The rows of a ranking query, `sql` run after `settings`: (id, score), best first.

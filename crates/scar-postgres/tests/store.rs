@@ -984,6 +984,67 @@ fn a_connection_the_server_drops_is_opened_again() {
     assert_eq!(store.dense_ranking(&query, 5, None).unwrap(), before);
 }
 
+/// Searches served at once each take a connection of their own, opened when none is free, and
+/// find what they find alone.
+#[test]
+fn searches_at_once_run_on_connections_of_their_own() {
+    let Some(url) = postgres_database("pool") else {
+        return;
+    };
+    publish_example(&url);
+    let store = PgStore::open(&url).unwrap();
+    let questions = [
+        "What does it cost to take my kayak on the ferry?",
+        "When does the first ferry leave?",
+        "Can I bring my dog on board?",
+    ];
+    let embedder = minilm();
+    let queries: Vec<Vec<f32>> = questions
+        .iter()
+        .map(|q| embedder.embed_query(q).unwrap())
+        .collect();
+    let alone: Vec<_> = questions
+        .iter()
+        .zip(&queries)
+        .map(|(question, query)| {
+            (
+                store.dense_ranking(query, 10, None).unwrap(),
+                store.lexical_ranking(question, 10, None).unwrap(),
+            )
+        })
+        .collect();
+    let threads: u8 = 4;
+    let start = std::sync::Barrier::new(threads.into());
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                start.wait();
+                for _ in 0..10 {
+                    for ((question, query), (dense, lexical)) in
+                        questions.iter().zip(&queries).zip(&alone)
+                    {
+                        assert_eq!(&store.dense_ranking(query, 10, None).unwrap(), dense);
+                        assert_eq!(&store.lexical_ranking(question, 10, None).unwrap(), lexical);
+                    }
+                }
+            });
+        }
+    });
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let connections: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(
+        (2..=i64::from(threads)).contains(&connections),
+        "{connections} connections for {threads} threads searching at once"
+    );
+}
+
 /// A server that opened the store before another writer built its HNSW index still ranks as
 /// deep as asked: pgvector's own breadth (40 candidates) would cut the ranking short.
 #[test]
