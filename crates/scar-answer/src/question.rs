@@ -5,7 +5,9 @@
 use std::ops::ControlFlow;
 
 use scar_policy::Options;
-use scar_retrieve::{ChunkStore, Prepared, Retriever, SearchReport};
+use scar_retrieve::{
+    ChunkStore, Neighbourhood, Prepared, Retriever, SearchReport, baseline_options,
+};
 
 use crate::{Answer, AnswerReport, GenerationParams, Generator, Prompt, Result};
 
@@ -31,6 +33,24 @@ impl Question {
         Ok(Self {
             report: retriever.expand(prepared, options)?,
             baseline: retriever.expand_baseline(prepared)?,
+        })
+    }
+
+    /// [`search`](Self::search) over the seeds' documents as `neighbourhood` read them,
+    /// reading nothing from the store: for a front end that decides again as a control moves.
+    #[expect(
+        clippy::result_large_err,
+        reason = "the retriever's own error, passed on as its callers already handle it"
+    )]
+    pub fn search_in<S: ChunkStore>(
+        retriever: &Retriever<S>,
+        neighbourhood: &Neighbourhood,
+        prepared: &Prepared,
+        options: &Options,
+    ) -> scar_retrieve::Result<Self> {
+        Ok(Self {
+            report: retriever.expand_in(neighbourhood, prepared, options)?,
+            baseline: retriever.expand_in(neighbourhood, prepared, &baseline_options()?)?,
         })
     }
 

@@ -9,8 +9,8 @@ use anyhow::{Context as _, Result, anyhow, bail};
 use clap::Parser;
 use eframe::egui;
 use scar_ui::{
-    DEFAULT_CROSS_ENCODER, DeviceChoice, Environment, FileDialogs, Precision, Reranking, ScarApp,
-    Settings,
+    DEFAULT_CROSS_ENCODER, DeviceChoice, Environment, FileDialogs, Location, Precision, Reranking,
+    ScarApp, Settings,
 };
 
 mod viewer;
@@ -30,8 +30,12 @@ const WINDOW_SIZE: [f32; 2] = [1400.0, 900.0];
 #[command(version, about)]
 struct Args {
     /// Open this index (adding it to the library)
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with = "store")]
     index: Option<PathBuf>,
+    /// Open this PostgreSQL store, which `scar index --store` writes (adding it to the
+    /// library): postgres://USER@HOST:PORT/DB
+    #[arg(long, env = "SCAR_STORE", value_name = "URL", hide_env_values = true)]
+    store: Option<String>,
     /// Ask this question once the index is open; given again, the next one is asked once the
     /// last has its evidence (with --answer, its answer), as a conversation continues
     #[arg(long, value_name = "QUESTION")]
@@ -76,6 +80,7 @@ fn main() -> Result<()> {
     let args = Args::parse();
     // The kernels would read a cap they cannot parse as none; say so before the window opens.
     scar_ui::max_isa()?;
+    let store = args.store.as_deref().map(Location::store).transpose()?;
     let library_dir = args
         .library
         .or_else(|| eframe::storage_dir(APP_ID).map(|dir| dir.join("indexes")))
@@ -112,6 +117,8 @@ fn main() -> Result<()> {
             let mut app = ScarApp::new(settings, environment, NativeDialogs);
             if let Some(index) = args.index {
                 app.open_index(index);
+            } else if let Some(store) = store {
+                app.open(store);
             }
             Ok(Box::new(Window {
                 app,
@@ -301,7 +308,7 @@ mod tests {
     use std::collections::HashMap;
 
     use eframe::Storage as _;
-    use scar_ui::Controls;
+    use scar_ui::{Controls, LibraryEntry};
 
     use super::*;
 
@@ -338,7 +345,9 @@ mod tests {
     #[test]
     fn settings_saved_by_an_older_version_load() {
         let settings = load(SAVED).unwrap();
-        assert_eq!(settings.library[0].dir, PathBuf::from("/data/contracts"));
+        let folder = Location::Folder(PathBuf::from("/data/contracts"));
+        assert_eq!(settings.library[0].location, folder);
+        assert_eq!(settings.current, Some(folder));
         assert_eq!(settings.question, "fees?");
         let controls = settings.controls;
         assert_eq!(controls.policy.name(), "scar");
@@ -351,7 +360,14 @@ mod tests {
         assert_eq!(unknown.controls.policy, Controls::default().policy);
         assert_eq!(unknown.question, "fees?");
 
-        // What this version saves, it loads.
+        // What this version saves, it loads: a store beside a folder, too.
+        let mut settings = settings;
+        let store = Location::store("postgres://scar@127.0.0.1:5432/docs").unwrap();
+        settings.library.push(LibraryEntry {
+            location: store.clone(),
+            sources: Vec::new(),
+        });
+        settings.current = Some(store);
         let mut storage = Memory::default();
         eframe::set_value(&mut storage, eframe::APP_KEY, &settings);
         assert_eq!(

@@ -13,7 +13,7 @@
 //! each block's sum. Two kernels read that layout, rows in parallel:
 //! - AVX-512 VNNI (`vpdpbusd` on 512 bits): a block of 8 rows and 16 columns;
 //! - AVX-VNNI, its 256-bit form on the laptop chips that lack AVX-512 (Intel since Alder Lake,
-//!   AMD since Zen 4): a block of 4 rows and 8 columns, half a panel.
+//!   AMD since Zen 5): a block of 4 rows and 8 columns, half a panel.
 //!
 //! AVX2 without VNNI has no byte product faster than f32's fused multiply-adds (`vpmaddubsw`
 //! saturates, and working around it costs as many instructions as the f32 product), so int8 is

@@ -262,8 +262,11 @@ fn the_store_gives_the_folder_index_s_dense_searches_and_decisions() {
         for (a, b) in ours.seeds.iter().zip(&theirs.seeds) {
             assert!((a.score - b.score).abs() < 1e-5, "{question}: {a:?} {b:?}");
         }
+        // The seeds' documents read once decide as the store does, read on every policy.
+        let read = server.neighbourhood(&ours).unwrap();
         for policy in policies {
             let options = Options::new(policy).unwrap();
+            let mut from_read = server.expand_in(&read, &ours, &options).unwrap();
             let ours = server.expand(&ours, &options).unwrap();
             let theirs = folder.expand(&theirs, &options).unwrap();
             assert_eq!(
@@ -271,6 +274,8 @@ fn the_store_gives_the_folder_index_s_dense_searches_and_decisions() {
                 decisions(folder.store(), &theirs),
                 "{question} ({policy})"
             );
+            from_read.timings = ours.timings;
+            assert_eq!(from_read, ours, "{question} ({policy})");
             compared += ours.ledger.seeds.len();
         }
     }

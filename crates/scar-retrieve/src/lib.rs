@@ -24,6 +24,7 @@
 
 mod comparison;
 mod error;
+mod neighbourhood;
 mod report;
 mod rerank;
 mod sentences;
@@ -44,6 +45,7 @@ use serde::{Deserialize, Serialize};
 
 pub use comparison::{BASELINE, Comparison, ContextSize, baseline_options};
 pub use error::{Result, RetrieveError};
+pub use neighbourhood::{Neighbourhood, ReadChunk, SeedDocument};
 pub use report::{ChunkPlace, ContextChunk, SCHEMA_VERSION, SearchReport, Timings};
 pub use rerank::{Candidate, Rerank};
 pub use sentences::BestSentence;
@@ -337,7 +339,36 @@ impl<S: ChunkStore> Retriever<S> {
         let policy_time = started.elapsed();
         let baseline = self.ledger(prepared, &baseline_options()?)?;
         SearchReport::new(
-            &self.store,
+            |id| self.store.stored(id),
+            prepared,
+            ledger,
+            ContextSize::of(&baseline),
+            policy_time,
+        )
+    }
+
+    /// Reads the documents the prepared seeds are in, whole: everything
+    /// [`expand_in`](Self::expand_in) needs to decide again without this store.
+    pub fn neighbourhood(&self, prepared: &Prepared) -> Result<Neighbourhood> {
+        let seeds: Vec<ChunkId> = prepared.seeds.iter().map(|seed| seed.id).collect();
+        Neighbourhood::read(&self.store, &seeds)
+    }
+
+    /// [`expand`](Self::expand) over the seeds' documents as `neighbourhood` read them,
+    /// reading nothing from the store: the same report, in the time the policy takes, for a
+    /// front end that decides again each time a control moves.
+    pub fn expand_in(
+        &self,
+        neighbourhood: &Neighbourhood,
+        prepared: &Prepared,
+        options: &Options,
+    ) -> Result<SearchReport> {
+        let started = Instant::now();
+        let ledger = self.ledger_over(neighbourhood, prepared, options)?;
+        let policy_time = started.elapsed();
+        let baseline = self.ledger_over(neighbourhood, prepared, &baseline_options()?)?;
+        SearchReport::new(
+            |id| neighbourhood.stored(id),
             prepared,
             ledger,
             ContextSize::of(&baseline),

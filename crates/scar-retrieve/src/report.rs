@@ -9,7 +9,7 @@ use scar_core::ChunkId;
 use scar_policy::Ledger;
 use serde::{Deserialize, Serialize};
 
-use crate::{ChunkStore, Comparison, ContextSize, FirstStage, Prepared, Result};
+use crate::{Comparison, ContextSize, FirstStage, Prepared, Result, StoredChunk};
 
 /// Version of the JSON layout of [`SearchReport`]; bumped on any incompatible change.
 pub const SCHEMA_VERSION: &str = "scar.search/2";
@@ -140,8 +140,9 @@ pub struct SearchReport {
 }
 
 impl SearchReport {
+    /// The report of `ledger`, citing each chunk as `cite` reads it.
     pub(crate) fn new(
-        store: &dyn ChunkStore,
+        cite: impl Fn(ChunkId) -> Result<StoredChunk>,
         prepared: &Prepared,
         ledger: Ledger,
         static_window_1: ContextSize,
@@ -151,7 +152,7 @@ impl SearchReport {
         let chunks = ledger
             .context
             .iter()
-            .map(|&id| store.stored(id))
+            .map(|&id| cite(id))
             .map(|chunk| {
                 chunk.map(|chunk| ContextChunk {
                     id: chunk.id,
@@ -173,7 +174,7 @@ impl SearchReport {
         let mut seen = HashSet::new();
         let places = named
             .filter(|&id| seen.insert(id))
-            .map(|id| store.stored(id))
+            .map(&cite)
             .map(|chunk| {
                 chunk.map(|chunk| ChunkPlace {
                     id: chunk.id,

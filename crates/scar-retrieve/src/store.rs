@@ -88,6 +88,14 @@ pub struct StoredDocument {
     pub attachment: Option<String>,
 }
 
+impl StoredDocument {
+    /// The document as a person names it: the file's name, and an attachment's inside it.
+    #[must_use]
+    pub fn name(&self) -> String {
+        scar_index::document_name(&self.path, self.attachment.as_deref())
+    }
+}
+
 /// A chunk as a store holds it, with what a reader needs to cite it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredChunk {
@@ -114,6 +122,15 @@ pub struct StoredChunk {
 }
 
 impl StoredChunk {
+    /// Its document as a person names it, as [`StoredDocument::name`].
+    #[must_use]
+    pub fn name(&self) -> String {
+        scar_index::document_name(
+            std::path::Path::new(&self.document),
+            self.attachment.as_deref(),
+        )
+    }
+
     /// The chunk as a judge reads it beside a question: its heading path, when it has one, on
     /// the line before its text.
     #[must_use]

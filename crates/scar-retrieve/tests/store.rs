@@ -186,6 +186,8 @@ fn a_second_store_gives_the_folder_index_s_searches_and_decisions() {
         Policy::scar(1),
         Policy::TopK,
         Policy::StaticWindow { window: 1 },
+        Policy::Parent { block: 3 },
+        Policy::Section { block: 3 },
     ];
     let questions = [
         "What does it cost to take my kayak on the ferry?",
@@ -199,14 +201,20 @@ fn a_second_store_gives_the_folder_index_s_searches_and_decisions() {
             let theirs = folder.prepare(question, stage, 3).unwrap();
             assert_eq!(ours.seeds, theirs.seeds, "{question} ({stage})");
             assert_eq!(ours.rankings, theirs.rankings, "{question} ({stage})");
+            // The seeds' documents read once decide as the store does, read on every policy.
+            let read = memory.neighbourhood(&ours).unwrap();
+            assert_eq!(read, folder.neighbourhood(&theirs).unwrap());
             for policy in policies {
                 let options = Options::new(policy).unwrap();
-                let mut ours = memory.expand(&ours, &options).unwrap();
-                let theirs = folder.expand(&theirs, &options).unwrap();
+                let mut from_memory = memory.expand(&ours, &options).unwrap();
+                let from_folder = folder.expand(&theirs, &options).unwrap();
+                let mut from_read = folder.expand_in(&read, &theirs, &options).unwrap();
                 // Only the time each took may differ.
-                ours.timings = theirs.timings;
-                assert_eq!(ours, theirs, "{question} ({stage}, {policy})");
-                decided += ours.ledger.seeds.len();
+                from_memory.timings = from_folder.timings;
+                assert_eq!(from_memory, from_folder, "{question} ({stage}, {policy})");
+                from_read.timings = from_folder.timings;
+                assert_eq!(from_read, from_folder, "{question} ({stage}, {policy})");
+                decided += from_folder.ledger.seeds.len();
             }
         }
     }

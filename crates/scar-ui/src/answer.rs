@@ -9,9 +9,8 @@ use scar_answer::{
     answer_pieces,
 };
 use scar_core::{ChunkId, ErrorChain};
-use scar_retrieve::Retriever;
 
-use crate::worker::{AnswerJob, Worker};
+use crate::worker::{AnswerJob, AnyRetriever, Worker};
 use crate::{AnswerSettings, UiError, file_name};
 
 /// An answer to the report shown, from the click on "Answer" until it is replaced or cleared.
@@ -71,7 +70,7 @@ impl AnswerPanel {
         ctx: &egui::Context,
         worker: &Worker,
         question: &Question,
-        retriever: &Arc<Retriever>,
+        retriever: &Arc<AnyRetriever>,
         settings: &AnswerSettings,
     ) {
         self.clear();

@@ -9,15 +9,17 @@ use std::sync::Arc;
 use scar_answer::{Answer, AnswerReport, Turn};
 use scar_core::{ChunkId, ErrorChain};
 use scar_index::{IndexReport, Skipped};
-use scar_retrieve::{Prepared, Retriever, SearchReport};
+use scar_retrieve::SearchReport;
 
 use crate::answer::{AnswerAction, AnswerPanel};
 use crate::conversation::{conversations_ui, current_turns};
 use crate::indexing::{IndexingPanel, index_dir_for};
 use crate::library::{LibraryAction, LibraryPanel};
 use crate::question::QuestionPanel;
-use crate::worker::{Event, Pick, Wish, Worker};
-use crate::{Controls, Environment, FileDialogs, LibraryEntry, Result, Settings, UiError};
+use crate::worker::{Event, Found, Opened, Pick, Wish, Worker};
+use crate::{
+    Controls, Environment, FileDialogs, LibraryEntry, Location, Result, Settings, UiError,
+};
 
 /// The desktop app: call [`ScarApp::ui`] every frame.
 pub struct ScarApp {
@@ -58,18 +60,23 @@ impl ScarApp {
 
     /// Adds the index in `dir` to the library (once) and sends questions to it.
     pub fn open_index(&mut self, dir: impl Into<PathBuf>) {
-        let dir = dir.into();
-        if !self.settings.library.iter().any(|entry| entry.dir == dir) {
+        self.open(Location::Folder(dir.into()));
+    }
+
+    /// Adds the index folder or store at `location` to the library (once) and sends questions
+    /// to it.
+    pub fn open(&mut self, location: Location) {
+        if !self.settings.library.iter().any(|e| e.location == location) {
             self.settings.library.push(LibraryEntry {
-                dir: dir.clone(),
+                location: location.clone(),
                 sources: Vec::new(),
             });
         }
-        self.select_index(dir);
+        self.select(location);
     }
 
-    fn select_index(&mut self, dir: PathBuf) {
-        self.settings.current = Some(dir);
+    fn select(&mut self, location: Location) {
+        self.settings.current = Some(location);
         self.library.retry_failed();
         self.error = None;
     }
@@ -122,7 +129,7 @@ impl ScarApp {
     /// these is about to start. Answering is not counted: see [`ScarApp::is_answering`].
     #[must_use]
     pub fn is_busy(&self) -> bool {
-        let current = self.settings.current.as_deref();
+        let current = self.settings.current.as_ref();
         self.library.is_busy(current)
             || self.indexing.is_running()
             || self
@@ -265,9 +272,7 @@ impl ScarApp {
         }
         egui::CentralPanel::default().show(ui, |ui| {
             let has_index = self.settings.current.is_some();
-            let open = self
-                .question
-                .evidence_ui(ui, self.library.retriever(), has_index);
+            let open = self.question.evidence_ui(ui, has_index);
             if let Some((path, page)) = open {
                 self.worker.open_path(ui.ctx(), path, page);
             }
@@ -280,10 +285,10 @@ impl ScarApp {
         for event in events {
             match event {
                 Event::Opened {
-                    dir,
+                    location,
                     result,
                     skipped,
-                } => self.opened(dir, result, skipped),
+                } => self.opened(location, result, skipped),
                 Event::Prepared { wish, result } => self.prepared(wish, result),
                 Event::Progress(progress) => self.indexing.progress(progress),
                 Event::Indexed {
@@ -340,13 +345,17 @@ impl ScarApp {
     fn library_action(&mut self, ctx: &egui::Context, action: LibraryAction) {
         match action {
             LibraryAction::Pick(pick) => self.worker.pick(ctx, pick),
-            LibraryAction::Select(dir) => self.select_index(dir),
+            LibraryAction::Select(location) => self.select(location),
+            LibraryAction::OpenStore(url) => match Location::store(&url) {
+                Ok(location) => self.open(location),
+                Err(error) => self.error = Some(error),
+            },
             LibraryAction::Update { dir, sources } => {
                 self.start_indexing(ctx, dir, sources, false);
             }
             LibraryAction::Forget(n) => {
                 let entry = self.settings.library.remove(n);
-                if self.settings.current.as_ref() == Some(&entry.dir) {
+                if self.settings.current.as_ref() == Some(&entry.location) {
                     self.settings.current = None;
                     self.close_index();
                 }
@@ -356,20 +365,20 @@ impl ScarApp {
 
     fn opened(
         &mut self,
-        dir: PathBuf,
-        result: Result<Arc<Retriever>>,
+        location: Location,
+        result: Result<Opened>,
         skipped: Result<Vec<Skipped>, String>,
     ) {
-        let current = self.settings.current.as_deref();
-        match self.library.opened(current, dir, result, skipped) {
+        let current = self.settings.current.as_ref();
+        match self.library.opened(current, location, result, skipped) {
             Some(Ok(())) => self.clear_evidence(),
             Some(Err(error)) => self.error = Some(error),
             None => {}
         }
     }
 
-    fn prepared(&mut self, wish: Wish, result: Result<Prepared>) {
-        let retriever = self.library.current(self.settings.current.as_deref());
+    fn prepared(&mut self, wish: Wish, result: Result<Found>) {
+        let retriever = self.library.current(self.settings.current.as_ref());
         match self
             .question
             .prepared(retriever, &self.settings.controls, wish, result)
@@ -412,19 +421,25 @@ impl ScarApp {
                 return;
             }
         };
-        match self.settings.library.iter_mut().find(|e| e.dir == dir) {
+        let location = Location::Folder(dir);
+        match self
+            .settings
+            .library
+            .iter_mut()
+            .find(|e| e.location == location)
+        {
             Some(entry) => entry.sources = sources,
             None => self.settings.library.push(LibraryEntry {
-                dir: dir.clone(),
+                location: location.clone(),
                 sources,
             }),
         }
         // The open index is a snapshot: reopen it to see what was just committed.
-        if self.library.is_open(&dir) {
+        if self.library.is_open(&location) {
             self.close_index();
         }
         if !automatic {
-            self.select_index(dir);
+            self.select(location);
         }
     }
 
@@ -460,7 +475,7 @@ impl ScarApp {
     }
 
     fn start_work(&mut self, ctx: &egui::Context) {
-        let current = self.settings.current.as_deref();
+        let current = self.settings.current.as_ref();
         self.question.start_work(
             ctx,
             &self.worker,
@@ -472,9 +487,7 @@ impl ScarApp {
 
     /// Shows chunk `id` in the seam map and opens it in the reader.
     fn select_chunk(&mut self, id: ChunkId) {
-        if let Some(retriever) = self.library.retriever() {
-            self.question.select_chunk(retriever, id);
-        }
+        self.question.select_chunk(id);
     }
 
     fn status_ui(&self, ui: &mut egui::Ui) {
@@ -484,23 +497,19 @@ impl ScarApp {
                     ui.visuals().error_fg_color,
                     format!("⚠ {}", ErrorChain(error)),
                 );
-            } else if let Some(dir) = self.library.opening() {
-                ui.label(format!(
-                    "Loading the index in {} and its model…",
-                    dir.display()
-                ));
+            } else if let Some(location) = self.library.opening() {
+                ui.label(match location {
+                    Location::Folder(dir) => {
+                        format!("Loading the index in {} and its model…", dir.display())
+                    }
+                    Location::Store(_) => format!("Opening the store {location} and its model…"),
+                });
             } else if self.question.is_preparing() {
                 ui.label("Embedding the question…");
             } else if self.question.has_asked() && self.settings.current.is_none() {
                 ui.label("Add a folder or open an index to ask it questions.");
-            } else if let Some(retriever) = self.library.retriever() {
-                let index = retriever.index();
-                ui.weak(format!(
-                    "{} chunks in {} documents · {}",
-                    index.len(),
-                    index.documents().len(),
-                    index.manifest().model.id
-                ));
+            } else if let Some(status) = self.library.status() {
+                ui.weak(status);
                 if let Some(report) = self.question.report() {
                     let t = &report.timings;
                     ui.weak(format!(

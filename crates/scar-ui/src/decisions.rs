@@ -5,9 +5,8 @@ use std::collections::BTreeMap;
 
 use egui::{Color32, RichText};
 use scar_core::{ChunkId, Position};
-use scar_index::Index;
 use scar_policy::{NeighbourRecord, Outcome, Policy, RRF_K, SeedRecord, Side, fused_score};
-use scar_retrieve::{ContextSize, Prepared, SearchReport};
+use scar_retrieve::{ContextSize, Neighbourhood, Prepared, SearchReport, StoredChunk};
 
 /// Seeds: the first stage's picks.
 pub(crate) const SEED: Color32 = Color32::from_rgb(66, 135, 245);
@@ -84,24 +83,27 @@ struct Row<'a> {
 }
 
 /// The seeds and every neighbour they reached, by position in the documents.
-fn rows<'a>(index: &Index, report: &'a SearchReport) -> BTreeMap<Position, Row<'a>> {
+fn rows<'a>(read: &Neighbourhood, report: &'a SearchReport) -> BTreeMap<Position, Row<'a>> {
     fn row<'m, 'a>(
         rows: &'m mut BTreeMap<Position, Row<'a>>,
-        index: &Index,
+        read: &Neighbourhood,
         id: ChunkId,
-    ) -> &'m mut Row<'a> {
-        rows.entry(index.position(id)).or_insert_with(|| Row {
+    ) -> Option<&'m mut Row<'a>> {
+        let position = read.chunk(id)?.position;
+        Some(rows.entry(position).or_insert_with(|| Row {
             id,
             seed: None,
             decisions: Vec::new(),
-        })
+        }))
     }
     let mut rows = BTreeMap::new();
     for seed in &report.ledger.seeds {
-        row(&mut rows, index, seed.id).seed = Some(seed);
+        if let Some(row) = row(&mut rows, read, seed.id) {
+            row.seed = Some(seed);
+        }
         for neighbour in &seed.neighbours {
-            if let Some(id) = neighbour.id {
-                row(&mut rows, index, id).decisions.push((seed, neighbour));
+            if let Some(row) = neighbour.id.and_then(|id| row(&mut rows, read, id)) {
+                row.decisions.push((seed, neighbour));
             }
         }
     }
@@ -214,7 +216,7 @@ impl BarDepth {
 /// Draws the rows; returns the chunk whose place was clicked, to show in the seam map.
 pub(crate) fn decisions_ui(
     ui: &mut egui::Ui,
-    index: &Index,
+    read: &Neighbourhood,
     report: &SearchReport,
     prepared: &Prepared,
 ) -> Option<ChunkId> {
@@ -225,18 +227,18 @@ pub(crate) fn decisions_ui(
         .show(ui, |ui| {
             ui.heading("Decisions, in document order");
             let mut document = None;
-            for (position, row) in rows(index, report) {
-                let Some(chunk) = index.chunk(row.id) else {
+            for (position, row) in rows(read, report) {
+                let Some(chunk) = read.chunk(row.id).map(|read| &read.chunk) else {
                     continue;
                 };
                 if document != Some(position.document) {
                     document = Some(position.document);
                     ui.add_space(6.0);
-                    ui.label(RichText::new(chunk.document.name()).strong().size(15.0))
-                        .on_hover_text(chunk.document.path.display().to_string());
+                    ui.label(RichText::new(chunk.name()).strong().size(15.0))
+                        .on_hover_text(&chunk.document);
                 }
                 let in_context = report.ledger.contains(row.id);
-                if row_ui(ui, &row, &chunk, in_context, &rule) {
+                if row_ui(ui, &row, chunk, in_context, &rule) {
                     clicked = Some(row.id);
                 }
             }
@@ -247,7 +249,7 @@ pub(crate) fn decisions_ui(
 fn row_ui(
     ui: &mut egui::Ui,
     row: &Row<'_>,
-    chunk: &scar_index::ChunkView<'_>,
+    chunk: &StoredChunk,
     in_context: bool,
     rule: &Rule,
 ) -> bool {
@@ -269,9 +271,9 @@ fn row_ui(
                     let place = ui
                         .link(RichText::new(format!("¶{}", chunk.ordinal)).strong())
                         .on_hover_text("Show in the seam map");
-                    ui.weak(format!("{} tokens", chunk.token_count));
+                    ui.weak(format!("{} tokens", chunk.tokens));
                     if !chunk.heading_path.is_empty() {
-                        ui.weak(chunk.heading_path);
+                        ui.weak(&chunk.heading_path);
                     }
                     place.clicked()
                 })

@@ -1,6 +1,7 @@
 use scar_answer::AnswerError;
 use scar_embed::EmbedError;
 use scar_index::IndexError;
+use scar_postgres::StoreError;
 use scar_retrieve::RetrieveError;
 
 /// Everything that can go wrong in the app, shown to the user in its status line. The errors of
@@ -13,6 +14,15 @@ pub enum UiError {
     /// Indexing failed.
     #[error(transparent)]
     Index(Box<IndexError>),
+    /// A PostgreSQL store could not be opened.
+    #[error(transparent)]
+    Store(Box<StoreError>),
+    /// A store was named by something other than a `postgres://` URL.
+    #[error(
+        "`{0}` is not a store's URL: give one as postgres://USER@HOST:PORT/DATABASE \
+         (postgresql:// also works)"
+    )]
+    NotAStoreUrl(String),
     /// The embedding model could not be found or loaded.
     #[error(transparent)]
     Embed(Box<EmbedError>),
@@ -53,6 +63,12 @@ impl From<RetrieveError> for UiError {
 impl From<IndexError> for UiError {
     fn from(error: IndexError) -> Self {
         Self::Index(Box::new(error))
+    }
+}
+
+impl From<StoreError> for UiError {
+    fn from(error: StoreError) -> Self {
+        Self::Store(Box::new(error))
     }
 }
 

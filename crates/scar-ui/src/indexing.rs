@@ -89,7 +89,9 @@ impl IndexingPanel {
             return None;
         }
         let dir = self.watches.next_stale()?;
-        let entry = library.iter().find(|e| e.dir == dir)?;
+        let entry = library
+            .iter()
+            .find(|e| e.location.folder() == Some(dir.as_path()))?;
         Some((dir, entry.sources.clone()))
     }
 
@@ -126,9 +128,10 @@ pub(crate) fn index_dir_for(
 ) -> PathBuf {
     let existing = library
         .iter()
-        .find(|entry| entry.sources.iter().any(|source| source == folder));
-    if let Some(entry) = existing {
-        return entry.dir.clone();
+        .find(|entry| entry.sources.iter().any(|source| source == folder))
+        .and_then(|entry| entry.location.folder());
+    if let Some(dir) = existing {
+        return dir.to_owned();
     }
     let name = folder
         .file_name()

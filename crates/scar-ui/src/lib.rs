@@ -1,4 +1,4 @@
-//! The SCAR desktop app's UI: a library of indexes, a question box, every expansion decision
+//! The SCAR desktop app's UI: a library of indexes and stores, a question box, every expansion decision
 //! with its scores, live policy controls, a seam map of each document, and an answer streamed
 //! from a local chat model whose `[n]` citations open their chunks.
 //!
@@ -7,7 +7,8 @@
 //! a question, answering it, indexing a folder, a dialog) runs on worker threads that report
 //! back through a channel and wake the UI with `request_repaint`, so the window never blocks.
 //! Moving a policy control re-runs the policy on the question's cached seeds, embeddings and
-//! rankings ([`scar_retrieve::Retriever::expand`]), which takes microseconds.
+//! rankings and its seeds' documents, read once ([`scar_retrieve::Retriever::expand_in`]), which
+//! takes microseconds and reads nothing from the index or the PostgreSQL store.
 //!
 //! ```no_run
 //! use std::path::{Path, PathBuf};
@@ -52,7 +53,7 @@ pub use scar_embed::{DeviceChoice, Precision};
 
 pub use app::ScarApp;
 pub use error::{Result, UiError};
-pub use settings::{AnswerSettings, Controls, Conversation, LibraryEntry, Settings};
+pub use settings::{AnswerSettings, Controls, Conversation, LibraryEntry, Location, Settings};
 
 /// Where the app finds models and keeps the indexes it creates; not persisted, the host
 /// decides.

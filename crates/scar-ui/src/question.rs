@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use scar_answer::{Question, Turn};
 use scar_core::ChunkId;
-use scar_retrieve::{Prepared, Retriever, SearchReport};
+use scar_retrieve::{Neighbourhood, Prepared, SearchReport};
 
 use crate::conversation;
-use crate::worker::{RewriteJob, Wish, Worker};
-use crate::{Controls, Result, Settings, UiError};
+use crate::worker::{AnyRetriever, Found, RewriteJob, Wish, Worker};
+use crate::{Controls, Location, Result, Settings, UiError};
 
 /// The question the evidence shown answers: as asked, and as searched for.
 #[derive(Debug, Clone)]
@@ -27,25 +27,32 @@ struct Rewriting {
     sent: bool,
 }
 
-/// One question's seeds and what the policies made of them.
+/// One question's seeds, the documents they are in, and what the policies made of them.
 struct Evidence {
     wish: Wish,
     prepared: Prepared,
+    /// The seeds' documents, read once: the policies decide from them without the store.
+    neighbourhood: Neighbourhood,
     /// The policy the controls describe, beside static ±1 on the same seeds.
     question: Question,
 }
 
 /// Runs the controls' policy on a question's seeds.
 fn decide(
-    retriever: &Retriever,
+    retriever: &AnyRetriever,
     controls: &Controls,
     wish: Wish,
-    prepared: Prepared,
+    found: Found,
 ) -> Result<Evidence> {
-    let question = Question::search(retriever, &prepared, &controls.options()?)?;
+    let Found {
+        prepared,
+        neighbourhood,
+    } = found;
+    let question = Question::search_in(retriever, &neighbourhood, &prepared, &controls.options()?)?;
     Ok(Evidence {
         wish,
         prepared,
+        neighbourhood,
         question,
     })
 }
@@ -103,7 +110,7 @@ impl QuestionPanel {
         ctx: &egui::Context,
         worker: &Worker,
         settings: &Settings,
-        retriever: Option<&Arc<Retriever>>,
+        current: Option<(&Location, &Arc<AnyRetriever>)>,
     ) {
         if let Some(rewriting) = self.rewriting.as_mut().filter(|r| !r.sent) {
             rewriting.sent = true;
@@ -117,16 +124,20 @@ impl QuestionPanel {
                 },
             );
         }
-        if let Some((retriever, wish)) = self.question_to_prepare(retriever, &settings.controls) {
+        if let Some((retriever, wish)) = self.question_to_prepare(current, &settings.controls) {
             self.preparing = true;
             worker.prepare(ctx, retriever, wish);
         }
     }
 
     /// True while a follow-up is rewritten or the question is, or is about to be, embedded.
-    pub fn is_busy(&self, retriever: Option<&Arc<Retriever>>, controls: &Controls) -> bool {
+    pub fn is_busy(
+        &self,
+        current: Option<(&Location, &Arc<AnyRetriever>)>,
+        controls: &Controls,
+    ) -> bool {
         self.preparing
-            || self.question_to_prepare(retriever, controls).is_some()
+            || self.question_to_prepare(current, controls).is_some()
             || self.rewriting.is_some()
     }
 
@@ -157,10 +168,10 @@ impl QuestionPanel {
         self.selected
     }
 
-    /// The seeds the asked question needs under `controls` from `retriever`.
-    fn wish(&self, retriever: &Retriever, controls: &Controls) -> Option<Wish> {
+    /// The seeds the asked question needs under `controls` from the entry at `index`.
+    fn wish(&self, index: &Location, controls: &Controls) -> Option<Wish> {
         Some(Wish {
-            index: retriever.index().dir().to_owned(),
+            index: index.clone(),
             query: self.asked.as_ref()?.standalone.clone(),
             first_stage: controls.first_stage,
             k: controls.k,
@@ -171,11 +182,11 @@ impl QuestionPanel {
     /// time: while the user drags k, only the latest value is worth embedding).
     fn question_to_prepare(
         &self,
-        retriever: Option<&Arc<Retriever>>,
+        current: Option<(&Location, &Arc<AnyRetriever>)>,
         controls: &Controls,
-    ) -> Option<(Arc<Retriever>, Wish)> {
-        let retriever = retriever?;
-        let wish = self.wish(retriever, controls)?;
+    ) -> Option<(Arc<AnyRetriever>, Wish)> {
+        let (index, retriever) = current?;
+        let wish = self.wish(index, controls)?;
         let fulfilled = self.evidence.as_ref().is_some_and(|e| e.wish == wish);
         if fulfilled || self.preparing || self.prepare_failed.as_ref() == Some(&wish) {
             return None;
@@ -188,24 +199,30 @@ impl QuestionPanel {
     /// frame.
     pub fn prepared(
         &mut self,
-        retriever: Option<&Arc<Retriever>>,
+        current: Option<(&Location, &Arc<AnyRetriever>)>,
         controls: &Controls,
         wish: Wish,
-        result: Result<Prepared>,
+        result: Result<Found>,
     ) -> Option<Result<()>> {
         self.preparing = false;
-        let retriever = retriever?;
-        if self.wish(retriever, controls).as_ref() != Some(&wish) {
+        let (index, retriever) = current?;
+        if self.wish(index, controls).as_ref() != Some(&wish) {
             return None;
         }
-        let decided =
-            result.and_then(|prepared| decide(retriever, controls, wish.clone(), prepared));
+        let decided = result.and_then(|found| decide(retriever, controls, wish.clone(), found));
         Some(match decided {
             Ok(evidence) => {
-                if let Some(seed) = evidence.question.report().ledger.seeds.first() {
-                    self.select_chunk(retriever, seed.id);
-                }
+                let first_seed = evidence
+                    .question
+                    .report()
+                    .ledger
+                    .seeds
+                    .first()
+                    .map(|s| s.id);
                 self.evidence = Some(evidence);
+                if let Some(seed) = first_seed {
+                    self.select_chunk(seed);
+                }
                 Ok(())
             }
             Err(error) => {
@@ -219,14 +236,21 @@ impl QuestionPanel {
     /// `None` when there is no evidence.
     pub fn decide_again(
         &mut self,
-        retriever: &Retriever,
+        retriever: &AnyRetriever,
         controls: &Controls,
     ) -> Option<Result<()>> {
         let evidence = self.evidence.as_mut()?;
         let question = controls
             .options()
             .map_err(UiError::from)
-            .and_then(|options| Ok(Question::search(retriever, &evidence.prepared, &options)?));
+            .and_then(|options| {
+                Ok(Question::search_in(
+                    retriever,
+                    &evidence.neighbourhood,
+                    &evidence.prepared,
+                    &options,
+                )?)
+            });
         Some(question.map(|question| evidence.question = question))
     }
 
@@ -237,10 +261,16 @@ impl QuestionPanel {
         self.selected = None;
     }
 
-    /// Shows chunk `id` in the seam map and opens it in the reader.
-    pub fn select_chunk(&mut self, retriever: &Retriever, id: ChunkId) {
-        self.document = Some(retriever.index().position(id).document);
-        self.selected = Some(id);
+    /// Shows chunk `id` (of the seeds' documents) in the seam map and opens it in the reader.
+    pub fn select_chunk(&mut self, id: ChunkId) {
+        let read = self
+            .evidence
+            .as_ref()
+            .and_then(|e| e.neighbourhood.chunk(id));
+        if let Some(read) = read {
+            self.document = Some(read.chunk.slot);
+            self.selected = Some(id);
+        }
     }
 
     /// The rewritten follow-up is searched for; if the chat model failed, the question as asked
@@ -338,15 +368,14 @@ impl QuestionPanel {
         }
     }
 
-    /// The evidence on `retriever`'s index, or what to do to get some (`has_index`: an index is
-    /// chosen); gives back the file (and page) or folder the user asked to open.
+    /// The evidence, or what to do to get some (`has_index`: an index or store is chosen);
+    /// gives back the file (and page) or folder the user asked to open.
     pub fn evidence_ui(
         &mut self,
         ui: &mut egui::Ui,
-        retriever: Option<&Arc<Retriever>>,
         has_index: bool,
     ) -> Option<(PathBuf, Option<u32>)> {
-        let (Some(retriever), Some(evidence)) = (retriever, &self.evidence) else {
+        let Some(evidence) = &self.evidence else {
             ui.centered_and_justified(|ui| {
                 ui.weak(if has_index {
                     "Ask a question: each seed, each neighbour considered, and why it was \
@@ -357,15 +386,15 @@ impl QuestionPanel {
             });
             return None;
         };
-        let index = retriever.index();
+        let read = &evidence.neighbourhood;
         let report = evidence.question.report();
         crate::decisions::comparison_ui(ui, report);
         ui.separator();
         let open =
-            crate::seam_map::seam_map_ui(ui, index, report, &mut self.document, &mut self.selected);
+            crate::seam_map::seam_map_ui(ui, read, report, &mut self.document, &mut self.selected);
         ui.separator();
-        if let Some(id) = crate::decisions::decisions_ui(ui, index, report, &evidence.prepared) {
-            self.select_chunk(retriever, id);
+        if let Some(id) = crate::decisions::decisions_ui(ui, read, report, &evidence.prepared) {
+            self.select_chunk(id);
         }
         open
     }

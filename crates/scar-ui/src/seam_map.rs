@@ -1,15 +1,14 @@
-//! The seam map: a document as a strip of its chunks, the seams between them coloured by the
+//! The seam map: a document the question's seeds are in as a strip of its chunks, the seams between them coloured by the
 //! continuity stored at indexing time and marked with where the cut fell, the question's seeds
 //! and neighbours marked on it, and a reader for the chunk clicked, which opens its document in
 //! the system's viewer.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use egui::{Color32, RichText, Sense, Stroke, vec2};
-use scar_core::{ChunkId, SeamKind, Side};
-use scar_index::Index;
+use scar_core::{ChunkId, SeamKind};
 use scar_policy::Outcome;
-use scar_retrieve::SearchReport;
+use scar_retrieve::{Neighbourhood, ReadChunk, SearchReport};
 
 use crate::decisions::{SEED, outcome_colour, outcome_glyph, outcome_text};
 
@@ -66,52 +65,56 @@ fn seam_colour(continuity: f32) -> Color32 {
     BREAK.lerp_to_gamma(FLOW, flow)
 }
 
-/// The seam map of the shown document and the reader of the selected chunk; gives back the
-/// file (and page) or folder the user asked to open.
+/// The seam map of the shown document (one the seeds are in) and the reader of the selected
+/// chunk; gives back the file (and page) or folder the user asked to open.
 pub(crate) fn seam_map_ui(
     ui: &mut egui::Ui,
-    index: &Index,
+    read: &Neighbourhood,
     report: &SearchReport,
     document: &mut Option<u32>,
     selected: &mut Option<ChunkId>,
 ) -> Option<(PathBuf, Option<u32>)> {
-    let documents = index.documents();
+    let documents = read.documents();
     let shown = documents
         .iter()
-        .find(|d| Some(d.slot) == *document)
+        .find(|d| Some(d.document.slot) == *document)
         .or_else(|| documents.first())?;
     ui.horizontal(|ui| {
         ui.heading("Seam map");
         egui::ComboBox::from_label("document")
-            .selected_text(shown.name())
+            .selected_text(shown.document.name())
             .show_ui(ui, |ui| {
                 for entry in documents {
-                    ui.selectable_value(document, Some(entry.slot), entry.name());
+                    let slot = entry.document.slot;
+                    ui.selectable_value(document, Some(slot), entry.document.name());
                 }
             });
         legend_ui(ui);
     });
     cut_legend_ui(ui);
-    let ids: Vec<ChunkId> = shown.rows().map(ChunkId).collect();
     let per_line = ((ui.available_width() + SEAM_WIDTH) / (CELL.x + SEAM_WIDTH)).max(1.0) as usize;
-    for line in ids.chunks(per_line) {
+    for line in shown.chunks.chunks(per_line) {
         ui.horizontal(|ui| {
             ui.spacing_mut().item_spacing.x = 0.0;
-            for &id in line {
-                if cell_ui(ui, index, id, Mark::of(report, id), *selected == Some(id)).clicked() {
+            for chunk in line {
+                let id = chunk.chunk.id;
+                if cell_ui(ui, chunk, Mark::of(report, id), *selected == Some(id)).clicked() {
                     *selected = Some(id);
                 }
-                if let Some(continuity) = index.continuity_next(id) {
-                    seam_ui(ui, index, id, continuity);
+                if let Some(continuity) = chunk.continuity_next {
+                    seam_ui(ui, chunk, continuity);
                 }
             }
         });
     }
     let mut open = None;
-    if let Some(chunk) = selected.and_then(|id| index.chunk(id)) {
+    if let Some(chunk) = selected
+        .and_then(|id| read.chunk(id))
+        .map(|read| &read.chunk)
+    {
         ui.add_space(4.0);
         ui.horizontal_wrapped(|ui| {
-            let path = &chunk.document.path;
+            let path = Path::new(&chunk.document);
             if ui
                 .small_button("Open")
                 .on_hover_text(match chunk.page {
@@ -120,7 +123,7 @@ pub(crate) fn seam_map_ui(
                 })
                 .clicked()
             {
-                open = Some((path.clone(), chunk.page));
+                open = Some((path.to_owned(), chunk.page));
             }
             if let Some(folder) = path.parent()
                 && ui
@@ -133,16 +136,16 @@ pub(crate) fn seam_map_ui(
             let page = chunk.page.map(|page| format!(", p. {page}"));
             ui.strong(format!(
                 "{} ¶{}{}",
-                chunk.document.name(),
+                chunk.name(),
                 chunk.ordinal,
                 page.unwrap_or_default()
             ));
-            ui.weak(format!("{} tokens", chunk.token_count));
+            ui.weak(format!("{} tokens", chunk.tokens));
             if let Some((colour, _, label)) = Mark::of(report, chunk.id).style() {
                 ui.colored_label(colour, label);
             }
             if !chunk.heading_path.is_empty() {
-                ui.weak(chunk.heading_path);
+                ui.weak(&chunk.heading_path);
             }
         });
         egui::ScrollArea::vertical()
@@ -156,13 +159,7 @@ pub(crate) fn seam_map_ui(
     open
 }
 
-fn cell_ui(
-    ui: &mut egui::Ui,
-    index: &Index,
-    id: ChunkId,
-    mark: Mark,
-    selected: bool,
-) -> egui::Response {
+fn cell_ui(ui: &mut egui::Ui, chunk: &ReadChunk, mark: Mark, selected: bool) -> egui::Response {
     let (rect, response) = ui.allocate_exact_size(CELL, Sense::click());
     let visuals = ui.visuals();
     let style = mark.style();
@@ -182,7 +179,7 @@ fn cell_ui(
         stroke,
         egui::StrokeKind::Inside,
     );
-    let ordinal = index.position(id).ordinal;
+    let ordinal = chunk.chunk.ordinal;
     let text = style
         .as_ref()
         .map_or_else(|| ordinal.to_string(), |s| s.1.clone());
@@ -201,18 +198,18 @@ fn cell_ui(
     response
         .widget_info(|| egui::WidgetInfo::labeled(egui::Role::Button, true, format!("¶{ordinal}")));
     let role = style.map_or_else(|| "not considered".to_owned(), |s| s.2);
-    let tokens = index.chunk(id).map_or(0, |c| c.token_count);
+    let tokens = chunk.chunk.tokens;
     response.on_hover_text(format!(
         "¶{ordinal}, {tokens} tokens: {role}\nclick to read it"
     ))
 }
 
 /// The seam after chunk `id`: its colour is the continuity, its line where the cut fell.
-fn seam_ui(ui: &mut egui::Ui, index: &Index, id: ChunkId, continuity: f32) {
+fn seam_ui(ui: &mut egui::Ui, chunk: &ReadChunk, continuity: f32) {
     let (rect, response) = ui.allocate_exact_size(vec2(SEAM_WIDTH, CELL.y), Sense::hover());
-    let kind = index.seam(id, Side::Next);
+    let kind = chunk.seam_next;
     paint_seam(ui.painter(), rect, continuity, kind);
-    let ordinal = index.position(id).ordinal;
+    let ordinal = chunk.chunk.ordinal;
     let name = format!("cut ¶{ordinal}–¶{}", ordinal + 1);
     let cut = kind.map_or_else(String::new, |kind| format!(": {}", kind.label()));
     response

@@ -14,8 +14,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 pub struct Settings {
     /// The user's indexes, in the order they were added.
     pub library: Vec<LibraryEntry>,
-    /// The index questions go to.
-    pub current: Option<PathBuf>,
+    /// The index or store questions go to.
+    pub current: Option<Location>,
     /// The question box's text.
     pub question: String,
     /// Policy, first stage and their parameters.
@@ -66,21 +66,118 @@ impl Default for AnswerSettings {
     }
 }
 
-/// One index in the library.
+/// One index or store in the library.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LibraryEntry {
-    /// The index folder.
-    pub dir: PathBuf,
-    /// The folders indexed into it by the app; empty for an index opened as it is.
+    /// The index folder, or the store.
+    #[serde(alias = "dir")]
+    pub location: Location,
+    /// The folders indexed into it by the app; empty for an index or store opened as it is.
     #[serde(default)]
     pub sources: Vec<PathBuf>,
 }
 
 impl LibraryEntry {
-    /// The name shown in the library: the indexed folder's, else the index folder's.
+    /// The name shown in the library: the indexed folder's, else the index folder's, else the
+    /// store's database and server.
     #[must_use]
     pub fn name(&self) -> String {
-        crate::file_name(self.sources.first().unwrap_or(&self.dir))
+        match (&self.location, self.sources.first()) {
+            (_, Some(source)) => crate::file_name(source),
+            (Location::Folder(dir), None) => crate::file_name(dir),
+            (Location::Store(url), None) => store_name(url),
+        }
+    }
+}
+
+/// Where an entry's chunks are: an index folder, or a PostgreSQL store (`scar --store`). Saved
+/// as one string, a path or a `postgres://` URL, so the settings of versions that knew only
+/// folders still load.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Location {
+    /// An index folder.
+    Folder(PathBuf),
+    /// A PostgreSQL store, by its `postgres://` or `postgresql://` URL.
+    Store(String),
+}
+
+/// The schemes that make a saved string a store's URL rather than a folder.
+const STORE_SCHEMES: [&str; 2] = ["postgres://", "postgresql://"];
+
+impl Location {
+    /// The store at `url`, which must be a `postgres://` or `postgresql://` URL (the app
+    /// saves it as one string beside folders' paths).
+    pub fn store(url: &str) -> crate::Result<Self> {
+        let url = url.trim();
+        if STORE_SCHEMES.iter().any(|scheme| url.starts_with(scheme)) {
+            Ok(Self::Store(url.to_owned()))
+        } else {
+            Err(crate::UiError::NotAStoreUrl(scar_postgres::redacted(url)))
+        }
+    }
+
+    /// The index folder, for a folder.
+    #[must_use]
+    pub fn folder(&self) -> Option<&std::path::Path> {
+        match self {
+            Self::Folder(dir) => Some(dir),
+            Self::Store(_) => None,
+        }
+    }
+
+    fn saved(text: String) -> Self {
+        if STORE_SCHEMES.iter().any(|scheme| text.starts_with(scheme)) {
+            Self::Store(text)
+        } else {
+            Self::Folder(text.into())
+        }
+    }
+}
+
+/// A folder as its path shows it; a store as its URL does, with the password left out.
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Folder(dir) => write!(f, "{}", dir.display()),
+            Self::Store(url) => f.write_str(&scar_postgres::redacted(url)),
+        }
+    }
+}
+
+impl From<PathBuf> for Location {
+    fn from(dir: PathBuf) -> Self {
+        Self::Folder(dir)
+    }
+}
+
+impl Serialize for Location {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Folder(dir) => dir.serialize(serializer),
+            Self::Store(url) => url.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Location {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(Self::saved)
+    }
+}
+
+/// A store's name in the library: `docs on db.example.com:5432`, from its URL.
+fn store_name(url: &str) -> String {
+    let shown = scar_postgres::redacted(url);
+    let rest = STORE_SCHEMES
+        .iter()
+        .find_map(|scheme| shown.strip_prefix(scheme))
+        .unwrap_or(&shown);
+    let rest = rest.split(['?', '#']).next().unwrap_or(rest);
+    let server = rest.split_once('/').map_or(rest, |(server, _)| server);
+    let server = server.rsplit_once('@').map_or(server, |(_, host)| host);
+    match rest.split_once('/').map(|(_, database)| database) {
+        Some(database) if !database.is_empty() => format!("{database} on {server}"),
+        _ => server.to_owned(),
     }
 }
 
@@ -283,16 +380,67 @@ mod tests {
     }
 
     #[test]
-    fn entries_are_named_after_their_source_folder() {
+    fn entries_are_named_after_their_source_folder_or_their_store() {
         let opened = LibraryEntry {
-            dir: "/data/indexes/contracts".into(),
+            location: PathBuf::from("/data/indexes/contracts").into(),
             sources: Vec::new(),
         };
         let added = LibraryEntry {
-            dir: "/data/indexes/notes-1a2b".into(),
+            location: PathBuf::from("/data/indexes/notes-1a2b").into(),
             sources: vec!["/home/me/notes".into()],
+        };
+        let store = LibraryEntry {
+            location: Location::store("postgres://ann:secret@db.example.com:5432/docs").unwrap(),
+            sources: Vec::new(),
         };
         assert_eq!(opened.name(), "contracts");
         assert_eq!(added.name(), "notes");
+        assert_eq!(store.name(), "docs on db.example.com:5432");
+        assert!(!store.location.to_string().contains("secret"));
+        let bare = Location::store("postgresql://localhost").unwrap();
+        assert_eq!(store_name(&bare.to_string()), "localhost");
+    }
+
+    #[test]
+    fn a_store_is_named_by_a_postgres_url_only() {
+        let error = Location::store("host=db password=secret dbname=docs").unwrap_err();
+        let message = error.to_string();
+        assert!(message.contains("postgres://"), "{message}");
+        assert!(!message.contains("secret"), "{message}");
+        assert!(Location::store("/data/indexes/contracts").is_err());
+    }
+
+    #[test]
+    fn locations_are_saved_as_paths_and_urls_and_old_entries_load() {
+        // As a version that knew only folders saved them.
+        let old: Settings = serde_json::from_str(
+            r#"{"library": [{"dir": "/data/contracts", "sources": []}],
+                "current": "/data/contracts"}"#,
+        )
+        .unwrap();
+        let folder = Location::Folder("/data/contracts".into());
+        assert_eq!(old.library[0].location, folder);
+        assert_eq!(old.current, Some(folder.clone()));
+        let store = Location::store("postgres://scar@127.0.0.1:5432/docs").unwrap();
+        let settings = Settings {
+            library: vec![
+                LibraryEntry {
+                    location: folder,
+                    sources: Vec::new(),
+                },
+                LibraryEntry {
+                    location: store.clone(),
+                    sources: Vec::new(),
+                },
+            ],
+            current: Some(store),
+            ..Settings::default()
+        };
+        let json = serde_json::to_string(&settings).unwrap();
+        assert!(
+            json.contains(r#""current":"postgres://scar@127.0.0.1:5432/docs""#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<Settings>(&json).unwrap(), settings);
     }
 }

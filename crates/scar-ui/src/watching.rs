@@ -41,18 +41,22 @@ impl Watches {
         library: &[LibraryEntry],
     ) {
         self.watches.retain(|dir, watch| {
-            library
-                .iter()
-                .any(|entry| &entry.dir == dir && entry.sources == watch.sources)
+            library.iter().any(|entry| {
+                entry.location.folder() == Some(dir.as_path()) && entry.sources == watch.sources
+            })
         });
+        // Only folders the app indexed have sources to watch.
         for entry in library.iter().filter(|entry| !entry.sources.is_empty()) {
-            if self.watches.contains_key(&entry.dir) {
+            let Some(dir) = entry.location.folder() else {
+                continue;
+            };
+            if self.watches.contains_key(dir) {
                 continue;
             }
             let stop = Arc::new(AtomicBool::new(false));
             worker.watch(
                 ctx,
-                entry.dir.clone(),
+                dir.to_owned(),
                 entry.sources.clone(),
                 Arc::clone(&stop),
             );
@@ -60,7 +64,7 @@ impl Watches {
                 sources: entry.sources.clone(),
                 stop,
             };
-            self.watches.insert(entry.dir.clone(), watch);
+            self.watches.insert(dir.to_owned(), watch);
         }
     }
 

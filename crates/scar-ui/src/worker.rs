@@ -1,5 +1,5 @@
-//! Work that must not block the UI: opening an index, preparing a question, answering it,
-//! indexing a folder, and native file dialogs. Each runs on a named thread and reports back through one channel,
+//! Work that must not block the UI: opening an index or a store, preparing a question and
+//! reading its seeds' documents, answering it, indexing a folder, and native file dialogs. Each runs on a named thread and reports back through one channel,
 //! waking the UI with `request_repaint`.
 
 use std::ops::ControlFlow;
@@ -18,14 +18,31 @@ use scar_index::{
     FolderWatch, Index, IndexOptions, IndexProgress, IndexReport, Skipped, finish_interrupted_swap,
     index_paths, indexing_model,
 };
-use scar_retrieve::{FirstStage, Prepared, Retriever};
+use scar_postgres::PgStore;
+use scar_retrieve::{ChunkStore, FirstStage, Neighbourhood, Prepared, Retriever, StoredDocument};
 
-use crate::{Environment, FileDialogs, UiError};
+use crate::{Environment, FileDialogs, Location, UiError};
+
+/// A retriever over whichever store the library entry names: a folder or a server.
+pub(crate) type AnyRetriever = Retriever<Box<dyn ChunkStore>>;
+
+/// An index or store opened, with its model, and the documents it holds.
+pub(crate) struct Opened {
+    pub retriever: Arc<AnyRetriever>,
+    pub documents: Vec<StoredDocument>,
+}
+
+/// A question's seeds, and the documents they are in, read once: every policy decides from
+/// these on the UI thread without reading the store again.
+pub(crate) struct Found {
+    pub prepared: Prepared,
+    pub neighbourhood: Neighbourhood,
+}
 
 /// What a question needs from the first stage.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Wish {
-    pub index: PathBuf,
+    pub index: Location,
     pub query: String,
     pub first_stage: FirstStage,
     pub k: usize,
@@ -34,14 +51,14 @@ pub(crate) struct Wish {
 /// A result coming back to the UI.
 pub(crate) enum Event {
     Opened {
-        dir: PathBuf,
-        result: Result<Arc<Retriever>, UiError>,
+        location: Location,
+        result: Result<Opened, UiError>,
         /// The files the index could not read, or why that list cannot be read.
         skipped: Result<Vec<Skipped>, String>,
     },
     Prepared {
         wish: Wish,
-        result: Result<Prepared, UiError>,
+        result: Result<Found, UiError>,
     },
     Progress(IndexProgress),
     Indexed {
@@ -82,7 +99,7 @@ pub(crate) struct AnswerJob {
     pub model: String,
     pub question: Question,
     /// The index and model the question was searched on, which find each sentence's source.
-    pub retriever: Arc<Retriever>,
+    pub retriever: Arc<AnyRetriever>,
     pub params: GenerationParams,
     pub cancel: Arc<AtomicBool>,
 }
@@ -112,8 +129,8 @@ pub(crate) enum Pick {
 
 /// A job for the retriever thread, which owns the model while it loads or embeds.
 enum Job {
-    Open(PathBuf),
-    Prepare(Arc<Retriever>, Wish),
+    Open(Location),
+    Prepare(Arc<AnyRetriever>, Wish),
 }
 
 /// Where a job's result goes, and the UI to wake when it gets there.
@@ -193,11 +210,11 @@ impl Worker {
         self.events.try_iter()
     }
 
-    pub fn open(&self, ctx: &egui::Context, dir: PathBuf) {
-        self.submit(ctx, Job::Open(dir));
+    pub fn open(&self, ctx: &egui::Context, location: Location) {
+        self.submit(ctx, Job::Open(location));
     }
 
-    pub fn prepare(&self, ctx: &egui::Context, retriever: Arc<Retriever>, wish: Wish) {
+    pub fn prepare(&self, ctx: &egui::Context, retriever: Arc<AnyRetriever>, wish: Wish) {
         self.submit(ctx, Job::Prepare(retriever, wish));
     }
 
@@ -304,29 +321,50 @@ fn spawn(name: &str, work: impl FnOnce() + Send + 'static) {
 
 fn run(job: Job, environment: &Environment) -> Event {
     match job {
-        Job::Open(dir) => {
-            let result = open_retriever(&dir, environment).map(Arc::new);
-            let skipped = scar_index::skipped_files(&dir)
-                .map_err(|error| scar_core::ErrorChain(&error).to_string());
+        Job::Open(location) => {
+            let result = open_retriever(&location, environment).and_then(|retriever| {
+                let documents = retriever.store().documents()?;
+                Ok(Opened {
+                    retriever: Arc::new(retriever),
+                    documents,
+                })
+            });
+            // A store lists no files: its writers' own indexes keep those.
+            let skipped = location.folder().map_or(Ok(Vec::new()), |dir| {
+                scar_index::skipped_files(dir)
+                    .map_err(|error| scar_core::ErrorChain(&error).to_string())
+            });
             Event::Opened {
-                dir,
+                location,
                 result,
                 skipped,
             }
         }
         Job::Prepare(retriever, wish) => {
-            let result = retriever
-                .prepare(&wish.query, wish.first_stage, wish.k)
-                .map_err(Into::into);
+            let result = find(&retriever, &wish);
             Event::Prepared { wish, result }
         }
     }
 }
 
-/// The index in `dir` with its model, and the reranker the environment names.
-fn open_retriever(dir: &std::path::Path, environment: &Environment) -> Result<Retriever, UiError> {
+/// The seeds `wish` asks for, and the documents they are in.
+fn find(retriever: &AnyRetriever, wish: &Wish) -> Result<Found, UiError> {
+    let prepared = retriever.prepare(&wish.query, wish.first_stage, wish.k)?;
+    let neighbourhood = retriever.neighbourhood(&prepared)?;
+    Ok(Found {
+        prepared,
+        neighbourhood,
+    })
+}
+
+/// The index or store at `location` with its model, and the reranker the environment names.
+fn open_retriever(location: &Location, environment: &Environment) -> Result<AnyRetriever, UiError> {
+    let store: Box<dyn ChunkStore> = match location {
+        Location::Folder(dir) => Box::new(Index::open(dir)?),
+        Location::Store(url) => Box::new(PgStore::open(url)?),
+    };
     let locator = ModelLocator::from_env(&environment.models_dir);
-    let retriever = Retriever::open(dir, &locator, &environment.embed_options())?;
+    let retriever = Retriever::open_store(store, &locator, &environment.embed_options())?;
     let embed = environment.embed_options();
     let sources = RerankerModels {
         models_dir: &environment.models_dir,

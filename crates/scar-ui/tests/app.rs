@@ -325,7 +325,7 @@ fn adding_a_folder_indexes_it_in_the_background_and_lists_unreadable_files() {
     assert_eq!(entry.sources, [papers]);
     assert_eq!(
         harness.state().settings().current.as_ref(),
-        Some(&entry.dir)
+        Some(&entry.location)
     );
     harness.get_by_label("1 file not indexed");
     harness.get_by_label_contains("broken.pdf: ");
@@ -632,7 +632,8 @@ fn a_library_entry_follows_files_added_to_and_removed_from_its_folder() {
     step_until(&mut harness, |harness| {
         !harness.state().settings().library.is_empty() && !harness.state().is_busy()
     });
-    let dir = harness.state().settings().library[0].dir.clone();
+    let location = harness.state().settings().library[0].location.clone();
+    let dir = location.folder().unwrap().to_owned();
     let documents = |dir: &std::path::Path| scar_index::Index::open(dir).unwrap().documents().len();
     assert_eq!(documents(&dir), 1);
 
@@ -642,7 +643,7 @@ fn a_library_entry_follows_files_added_to_and_removed_from_its_folder() {
     step_until(&mut harness, |_| documents(&dir) == 1);
     settle(&mut harness);
     // A run the watch started leaves the current index where it was, open again.
-    assert_eq!(harness.state().settings().current.as_ref(), Some(&dir));
+    assert_eq!(harness.state().settings().current.as_ref(), Some(&location));
     harness.get_by_label_contains("0 added, 0 updated, 1 removed");
 }
 
@@ -688,7 +689,8 @@ fn a_pdf_chunk_opens_its_file_at_the_page_it_starts_on() {
         .ask("How heavy a boat can the crane lift?");
     settle(&mut harness);
 
-    let dir = harness.state().settings().library[0].dir.clone();
+    let location = &harness.state().settings().library[0].location;
+    let dir = location.folder().unwrap().to_owned();
     let index = scar_index::Index::open(&dir).unwrap();
     let document = &index.documents()[0];
     let last = index
