@@ -335,15 +335,13 @@ impl<S: ChunkStore> Retriever<S> {
     /// static ±1's context from the same seeds beside it.
     pub fn expand(&self, prepared: &Prepared, options: &Options) -> Result<SearchReport> {
         let started = Instant::now();
-        let ledger = self.ledger(prepared, options)?;
-        let policy_time = started.elapsed();
-        let baseline = self.ledger(prepared, &baseline_options()?)?;
-        SearchReport::new(
+        let source = self.policy_source(prepared)?;
+        self.report_over(
+            source.as_ref(),
+            started,
             |id| self.store.stored(id),
             prepared,
-            ledger,
-            ContextSize::of(&baseline),
-            policy_time,
+            options,
         )
     }
 
@@ -363,12 +361,26 @@ impl<S: ChunkStore> Retriever<S> {
         prepared: &Prepared,
         options: &Options,
     ) -> Result<SearchReport> {
-        let started = Instant::now();
-        let ledger = self.ledger_over(neighbourhood, prepared, options)?;
+        let cite = |id| neighbourhood.stored(id);
+        self.report_over(neighbourhood, Instant::now(), cite, prepared, options)
+    }
+
+    /// The report of `options`' policy over chunks read once as `source` (the policy's time
+    /// counted from `started`), with static ±1's size on the same chunks, citing each chunk as
+    /// `cite` reads it.
+    fn report_over(
+        &self,
+        source: &dyn ChunkSource,
+        started: Instant,
+        cite: impl Fn(ChunkId) -> Result<StoredChunk>,
+        prepared: &Prepared,
+        options: &Options,
+    ) -> Result<SearchReport> {
+        let ledger = self.ledger_over(source, prepared, options)?;
         let policy_time = started.elapsed();
-        let baseline = self.ledger_over(neighbourhood, prepared, &baseline_options()?)?;
+        let baseline = self.ledger_over(source, prepared, &baseline_options()?)?;
         SearchReport::new(
-            |id| neighbourhood.stored(id),
+            cite,
             prepared,
             ledger,
             ContextSize::of(&baseline),

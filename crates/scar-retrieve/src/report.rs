@@ -99,7 +99,7 @@ impl ChunkPlace {
     }
 }
 
-fn document_name(path: &str, attachment: Option<&str>) -> String {
+pub(crate) fn document_name(path: &str, attachment: Option<&str>) -> String {
     scar_index::document_name(Path::new(path), attachment)
 }
 

@@ -125,10 +125,7 @@ impl StoredChunk {
     /// Its document as a person names it, as [`StoredDocument::name`].
     #[must_use]
     pub fn name(&self) -> String {
-        scar_index::document_name(
-            std::path::Path::new(&self.document),
-            self.attachment.as_deref(),
-        )
+        crate::report::document_name(&self.document, self.attachment.as_deref())
     }
 
     /// The chunk as a judge reads it beside a question: its heading path, when it has one, on
