@@ -15,9 +15,10 @@
 //! - AVX-VNNI, its 256-bit form on the laptop chips that lack AVX-512 (Intel since Alder Lake,
 //!   AMD since Zen 5): a block of 4 rows and 8 columns, half a panel.
 //!
-//! AVX2 without VNNI has no byte product faster than f32's fused multiply-adds (`vpmaddubsw`
-//! saturates, and working around it costs as many instructions as the f32 product), so int8 is
-//! offered only where VNNI is.
+//! AVX2 without VNNI has no byte product faster than f32's fused multiply-adds: `vpmaddubsw`
+//! saturates, and an exact kernel built on it (each product as `|q|` times the weight with
+//! `q`'s sign) ran `MiniLM` at 0.96 × gemm's f32 (docs/PERFORMANCE.md, "Byte products without
+//! VNNI"), so int8 is offered only where VNNI is.
 
 // The quantiser is inlined into its AVX2 build.
 #![allow(clippy::inline_always)]
