@@ -356,7 +356,7 @@ impl Layer {
                 config.intermediate_size,
                 width,
                 eps,
-                packing.after_activation(),
+                packing,
             )?,
         })
     }
@@ -429,18 +429,6 @@ pub(crate) enum Packing {
     Bf16,
     /// Quantised to int8 blocks for [`crate::int8`]'s product (CPU, f32 tensors).
     Int8,
-}
-
-impl Packing {
-    /// How the product after the activation holds its weights: int8 keeps it in f32, since
-    /// GELU's outputs have a few large values that flatten the rest of a block of 32 (a trial:
-    /// the recall gate of docs/PERFORMANCE.md did not improve).
-    fn after_activation(self) -> Self {
-        match self {
-            Self::Int8 => Self::Tensors,
-            Self::Tensors | Self::Bf16 => self,
-        }
-    }
 }
 
 /// A linear layer's `W`.

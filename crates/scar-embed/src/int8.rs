@@ -8,19 +8,17 @@
 //!
 //! The weights are quantised once, at load, into panels of 16 output columns: for each block,
 //! 8 groups of 4 consecutive inputs, a group's 16 columns × 4 bytes one 512-bit load. Each call
-//! quantises its inputs. Three kernels read that layout, rows in parallel:
+//! quantises its inputs to unsigned bytes, `q + 128`, because VNNI multiplies unsigned bytes by
+//! signed ones; 128 × the block's weight sum, kept beside the weights, takes the offset back off
+//! each block's sum. Two kernels read that layout, rows in parallel:
 //! - AVX-512 VNNI (`vpdpbusd` on 512 bits): a block of 8 rows and 16 columns;
 //! - AVX-VNNI, its 256-bit form on the laptop chips that lack AVX-512 (Intel since Alder Lake,
-//!   AMD since Zen 5): a block of 4 rows and 8 columns, half a panel;
-//! - AVX2 alone (every x86-64 laptop of the last decade): the same block through `vpmaddubsw`
-//!   and `vpmaddwd`, which multiply twice as many pairs a cycle as f32's fused multiply-adds.
+//!   AMD since Zen 5): a block of 4 rows and 8 columns, half a panel.
 //!
-//! VNNI multiplies unsigned bytes by signed ones, so its inputs are `q + 128`, and 128 × the
-//! block's weight sum, kept beside the weights, takes the offset back off each block's sum.
-//! `vpmaddubsw` also takes unsigned × signed, but saturates each pair's sum at 16 bits; its
-//! inputs stay signed, and each product is taken as `|q| · (w with q's sign)`, whose pairs
-//! (at most 2 · 127 · 127) never saturate. Every kernel's block sums are the same exact
-//! integers, so every CPU computes the same vectors.
+//! AVX2 without VNNI has no byte product faster than f32's fused multiply-adds: `vpmaddubsw`
+//! saturates, and an exact kernel built on it (each product as `|q|` times the weight with
+//! `q`'s sign) ran `MiniLM` at 0.96 × gemm's f32 (docs/PERFORMANCE.md, "Byte products without
+//! VNNI"), so int8 is offered only where VNNI is.
 
 // The quantiser is inlined into its AVX2 build.
 #![allow(clippy::inline_always)]
@@ -47,8 +45,6 @@ pub(crate) enum Kernel {
     Avx512Vnni,
     /// `vpdpbusd` on 256 bits (VEX encoded).
     AvxVnni,
-    /// `vpmaddubsw` and `vpmaddwd` on 256 bits.
-    Avx2,
 }
 
 impl Kernel {
@@ -57,7 +53,7 @@ impl Kernel {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::is_x86_feature_detected as has;
-            // Every kernel quantises its inputs with AVX2 and FMA.
+            // Both kernels quantise their inputs with AVX2 and FMA.
             if !(has!("avx2") && has!("fma")) {
                 return None;
             }
@@ -71,12 +67,8 @@ impl Kernel {
             if has!("avxvnni") {
                 return Some(Self::AvxVnni);
             }
-            Some(Self::Avx2)
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            None
-        }
+        None
     }
 
     /// What it runs on, as a person reads it.
@@ -84,7 +76,6 @@ impl Kernel {
         match self {
             Self::Avx512Vnni => "AVX-512 VNNI",
             Self::AvxVnni => "AVX-VNNI",
-            Self::Avx2 => "AVX2",
         }
     }
 
@@ -92,15 +83,7 @@ impl Kernel {
     fn block_rows(self) -> usize {
         match self {
             Self::Avx512Vnni => 8,
-            Self::AvxVnni | Self::Avx2 => 4,
-        }
-    }
-
-    /// What each call adds to its quantised inputs: VNNI's bytes are unsigned.
-    fn input_offset(self) -> i16 {
-        match self {
-            Self::Avx512Vnni | Self::AvxVnni => 128,
-            Self::Avx2 => 0,
+            Self::AvxVnni => 4,
         }
     }
 }
@@ -174,15 +157,14 @@ impl Int8Weights {
         let block_rows = kernel.block_rows();
         let padded_rows = rows.div_ceil(block_rows) * block_rows;
         let row_bytes = self.blocks * BLOCK;
-        // Padding rows and the padding of the last block quantise zeros: the offset, scale 0.
-        let offset = kernel.input_offset();
-        let mut bytes = vec![offset as u8; padded_rows * row_bytes];
+        // Padding rows and the padding of the last block quantise zeros: byte 128, scale 0.
+        let mut bytes = vec![128u8; padded_rows * row_bytes];
         let mut input_scales = vec![0f32; padded_rows * self.blocks];
         bytes
             .par_chunks_mut(row_bytes)
             .zip(input_scales.par_chunks_mut(self.blocks))
             .zip(xs.par_chunks(self.inputs))
-            .for_each(|((bytes, scales), row)| quantise_row_fast(row, offset, bytes, scales));
+            .for_each(|((bytes, scales), row)| quantise_row_fast(row, bytes, scales));
         let mut out = vec![0f32; rows * self.outputs];
         let task_rows = crate::kernels::product_task_rows(rows, block_rows, TASK_ROWS);
         out.par_chunks_mut(task_rows * self.outputs)
@@ -208,7 +190,7 @@ impl Int8Weights {
         let block_rows = kernel.block_rows();
         let columns_per_step = match kernel {
             Kernel::Avx512Vnni => LANES,
-            Kernel::AvxVnni | Kernel::Avx2 => LANES / 2,
+            Kernel::AvxVnni => LANES / 2,
         };
         let panel_bytes = self.blocks * BLOCK * LANES;
         let panel_scales = self.blocks * LANES;
@@ -238,8 +220,7 @@ impl Int8Weights {
     }
 }
 
-/// Quantised input rows: `bytes` (`q` plus the kernel's offset, `blocks · 32` a row) and one
-/// scale per row and block.
+/// Quantised input rows: `bytes` (`q + 128`, `blocks · 32` a row) and one scale per row and block.
 struct Inputs<'a> {
     bytes: &'a [u8],
     scales: &'a [f32],
@@ -258,7 +239,7 @@ impl<'a> Inputs<'a> {
     }
 }
 
-/// One panel of weights (`blocks` blocks of 16 columns) and, for the 256-bit kernels, which
+/// One panel of weights (`blocks` blocks of 16 columns) and, for the 256-bit kernel, which
 /// half of its columns a step reads.
 struct Panel<'a> {
     bytes: &'a [i8],
@@ -289,7 +270,6 @@ fn kernel_block(
         match kernel {
             Kernel::Avx512Vnni => x86::block_512(inputs, weights, sums),
             Kernel::AvxVnni => x86::block_256(inputs, weights, sums),
-            Kernel::Avx2 => x86::block_avx2(inputs, weights, sums),
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -316,7 +296,7 @@ impl CustomOp1 for Int8Weights {
             self.name(),
         )?;
         let Some(kernel) = Kernel::best() else {
-            candle_core::bail!("the int8 product needs AVX2 and FMA");
+            candle_core::bail!("this CPU has no VNNI byte products for the int8 product");
         };
         let out = self.product_rows(data, rows, kernel);
         Ok((CpuStorage::F32(out), Shape::from((rows, self.outputs))))
@@ -341,9 +321,9 @@ fn quantise(values: &[f32], to: &mut [i8; BLOCK]) -> f32 {
     scale
 }
 
-/// [`quantise_row`] compiled for AVX2 and FMA, which every kernel's CPU has: the inputs are
+/// [`quantise_row`] compiled for AVX2 and FMA, which both kernels' CPUs have: the inputs are
 /// quantised on every call, and the portable build's scalar rounding cost as much as the product.
-fn quantise_row_fast(row: &[f32], offset: i16, bytes: &mut [u8], scales: &mut [f32]) {
+fn quantise_row_fast(row: &[f32], bytes: &mut [u8], scales: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     {
         assert!(
@@ -353,17 +333,16 @@ fn quantise_row_fast(row: &[f32], offset: i16, bytes: &mut [u8], scales: &mut [f
         // SAFETY: every kernel requires AVX2 and FMA (`Kernel::best`), as just asserted.
         #[allow(unsafe_code)]
         unsafe {
-            x86::quantise_row(row, offset, bytes, scales);
+            x86::quantise_row(row, bytes, scales);
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    quantise_row(row, offset, bytes, scales);
+    quantise_row(row, bytes, scales);
 }
 
-/// One row of inputs into its bytes (`q + offset`, as two's complement where the offset is 0)
-/// and block scales.
+/// One row of inputs into its bytes (`q + 128`) and block scales.
 #[inline(always)]
-fn quantise_row(row: &[f32], offset: i16, bytes: &mut [u8], scales: &mut [f32]) {
+fn quantise_row(row: &[f32], bytes: &mut [u8], scales: &mut [f32]) {
     let mut quantised = [0i8; BLOCK];
     for ((values, bytes), scale) in row
         .chunks(BLOCK)
@@ -372,7 +351,7 @@ fn quantise_row(row: &[f32], offset: i16, bytes: &mut [u8], scales: &mut [f32]) 
     {
         *scale = quantise(values, &mut quantised);
         for (byte, &q) in bytes.iter_mut().zip(&quantised) {
-            *byte = (i16::from(q) + offset) as u8;
+            *byte = (i16::from(q) + 128) as u8;
         }
     }
 }
@@ -380,22 +359,20 @@ fn quantise_row(row: &[f32], offset: i16, bytes: &mut [u8], scales: &mut [f32]) 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::{
-        __m256, __m256i, __m512, __m512i, _mm256_abs_epi8, _mm256_add_epi32, _mm256_cvtepi32_ps,
-        _mm256_dpbusd_avx_epi32, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_loadu_si256,
-        _mm256_madd_epi16, _mm256_maddubs_epi16, _mm256_mul_ps, _mm256_set1_epi16,
-        _mm256_set1_epi32, _mm256_set1_ps, _mm256_setzero_ps, _mm256_setzero_si256,
-        _mm256_sign_epi8, _mm256_storeu_ps, _mm256_sub_epi32, _mm512_cvtepi32_ps,
-        _mm512_dpbusd_epi32, _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_loadu_si512, _mm512_mul_ps,
-        _mm512_set1_epi32, _mm512_set1_ps, _mm512_setzero_ps, _mm512_setzero_si512,
-        _mm512_storeu_ps, _mm512_sub_epi32,
+        __m256, __m256i, __m512, __m512i, _mm256_cvtepi32_ps, _mm256_dpbusd_avx_epi32,
+        _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_loadu_si256, _mm256_mul_ps, _mm256_set1_epi32,
+        _mm256_set1_ps, _mm256_setzero_ps, _mm256_setzero_si256, _mm256_storeu_ps,
+        _mm256_sub_epi32, _mm512_cvtepi32_ps, _mm512_dpbusd_epi32, _mm512_fmadd_ps,
+        _mm512_loadu_ps, _mm512_loadu_si512, _mm512_mul_ps, _mm512_set1_epi32, _mm512_set1_ps,
+        _mm512_setzero_ps, _mm512_setzero_si512, _mm512_storeu_ps, _mm512_sub_epi32,
     };
 
     use super::{BLOCK, GROUP, GROUPS, Inputs, LANES, Panel};
 
     /// [`super::quantise_row`] for AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn quantise_row(row: &[f32], offset: i16, bytes: &mut [u8], scales: &mut [f32]) {
-        super::quantise_row(row, offset, bytes, scales);
+    pub(super) fn quantise_row(row: &[f32], bytes: &mut [u8], scales: &mut [f32]) {
+        super::quantise_row(row, bytes, scales);
     }
 
     /// 8 rows × 16 columns through 512-bit `vpdpbusd`; the caller checked the lengths.
@@ -459,49 +436,6 @@ mod x86 {
         weights: &Panel<'_>,
         out: &mut [[f32; LANES]; 8],
     ) {
-        // SAFETY: as the caller's; the closure runs with this function's features.
-        unsafe {
-            half_panel(inputs, weights, out, true, |dot, four, column| {
-                _mm256_dpbusd_avx_epi32(dot, four, column)
-            });
-        }
-    }
-
-    /// The same block through `vpmaddubsw` and `vpmaddwd`, on signed inputs; the caller
-    /// checked the lengths.
-    #[target_feature(enable = "avx2,fma")]
-    #[allow(unsafe_code)]
-    pub(super) unsafe fn block_avx2(
-        inputs: &Inputs<'_>,
-        weights: &Panel<'_>,
-        out: &mut [[f32; LANES]; 8],
-    ) {
-        let ones = _mm256_set1_epi16(1);
-        // SAFETY: as the caller's; the closure runs with this function's features.
-        unsafe {
-            half_panel(inputs, weights, out, false, |dot, four, column| {
-                // |q| · (w with q's sign) is q · w, with neither factor above 127 in magnitude.
-                let pairs =
-                    _mm256_maddubs_epi16(_mm256_abs_epi8(four), _mm256_sign_epi8(column, four));
-                _mm256_add_epi32(dot, _mm256_madd_epi16(pairs, ones))
-            });
-        }
-    }
-
-    /// 4 rows × 8 columns, `dot(sums, four input bytes in every lane, a group of weights)` adding
-    /// each lane's four products to its sum; `offset_inputs` where the inputs are `q + 128`.
-    ///
-    /// # Safety
-    /// The CPU has AVX2 and FMA and whatever `dot` uses; the lengths were checked.
-    #[inline(always)]
-    #[allow(unsafe_code)]
-    unsafe fn half_panel(
-        inputs: &Inputs<'_>,
-        weights: &Panel<'_>,
-        out: &mut [[f32; LANES]; 8],
-        offset_inputs: bool,
-        dot: impl Fn(__m256i, __m256i, __m256i) -> __m256i,
-    ) {
         const ROWS: usize = 4;
         const HALF: usize = LANES / 2;
         let blocks = inputs.blocks;
@@ -509,33 +443,30 @@ mod x86 {
         let bytes = inputs.bytes.as_ptr();
         let lanes = weights.half * HALF;
         let panel = weights.bytes.as_ptr();
-        // SAFETY: the panel holds `blocks` blocks of 8 groups of 16 lanes × 4 bytes, the half's
-        // 8 lanes inside each group's 16, every row `blocks · 32` bytes, and `blocks` scales
-        // and offsets of 16 lanes; loads unaligned.
-        unsafe {
-            let mut sums: [__m256; ROWS] = [_mm256_setzero_ps(); ROWS];
-            for block in 0..blocks {
-                let mut dots: [__m256i; ROWS] = [_mm256_setzero_si256(); ROWS];
-                for group in 0..GROUPS {
+        let mut sums: [__m256; ROWS] = [_mm256_setzero_ps(); ROWS];
+        for block in 0..blocks {
+            let mut dots: [__m256i; ROWS] = [_mm256_setzero_si256(); ROWS];
+            for group in 0..GROUPS {
+                // SAFETY: as in `block_512`; the half's 8 lanes lie inside the group's 16.
+                unsafe {
                     let column = _mm256_loadu_si256(
                         panel
                             .add(((block * GROUPS + group) * LANES + lanes) * GROUP)
                             .cast(),
                     );
-                    for (row, sum) in dots.iter_mut().enumerate() {
+                    for (row, dot) in dots.iter_mut().enumerate() {
                         let four = bytes
                             .add(row * row_bytes + block * BLOCK + group * GROUP)
                             .cast::<i32>()
                             .read_unaligned();
-                        *sum = dot(*sum, _mm256_set1_epi32(four), column);
+                        *dot = _mm256_dpbusd_avx_epi32(*dot, _mm256_set1_epi32(four), column);
                     }
                 }
+            }
+            // SAFETY: as above, for the half's 8 scales and offsets.
+            unsafe {
                 let at = block * LANES + lanes;
-                let offset = if offset_inputs {
-                    _mm256_loadu_si256(weights.offsets.as_ptr().add(at).cast())
-                } else {
-                    _mm256_setzero_si256()
-                };
+                let offset = _mm256_loadu_si256(weights.offsets.as_ptr().add(at).cast());
                 let scale = _mm256_loadu_ps(weights.scales.as_ptr().add(at));
                 for (row, (sum, dot)) in sums.iter_mut().zip(&dots).enumerate() {
                     let exact = _mm256_cvtepi32_ps(_mm256_sub_epi32(*dot, offset));
@@ -546,10 +477,10 @@ mod x86 {
                     *sum = _mm256_fmadd_ps(exact, both, *sum);
                 }
             }
-            for (out, sum) in out.iter_mut().zip(&sums) {
-                // Each row of `out` holds 16 f32, of which the first 8 are written.
-                _mm256_storeu_ps(out.as_mut_ptr(), *sum);
-            }
+        }
+        for (out, sum) in out.iter_mut().zip(&sums) {
+            // SAFETY: each row of `out` holds 16 f32, of which the first 8 are written.
+            unsafe { _mm256_storeu_ps(out.as_mut_ptr(), *sum) };
         }
     }
 }
@@ -574,9 +505,6 @@ mod tests {
             if has!("avx2") && has!("fma") && has!("avxvnni") {
                 kernels.push(Kernel::AvxVnni);
             }
-            if has!("avx2") && has!("fma") {
-                kernels.push(Kernel::Avx2);
-            }
         }
         kernels
     }
@@ -594,13 +522,6 @@ mod tests {
                     .map(move |q| f64::from(q) * f64::from(scale))
             })
             .collect()
-    }
-
-    /// Rows, inputs, outputs, then the inputs' and the weights' values.
-    type Case = (usize, usize, usize, Vec<f32>, Vec<f32>);
-
-    fn largest(values: &[f32]) -> f64 {
-        values.iter().fold(0f64, |m, &v| m.max(f64::from(v.abs())))
     }
 
     #[test]
@@ -624,10 +545,8 @@ mod tests {
     }
 
     /// Against the same product in f64 of the quantised values (the kernels' arithmetic is exact
-    /// within a block), against the f32 product within the quantisation's error, and every
-    /// kernel against the others bit for bit, for shapes with partial panels, halves, row blocks
-    /// and scale blocks, and for the largest products (every pair at 2 · 127 · 127, where
-    /// `vpmaddubsw` would saturate on unsigned inputs).
+    /// within a block), and against the f32 product within the quantisation's error, for shapes
+    /// with partial panels, halves, row blocks and scale blocks.
     #[test]
     fn product_matches_the_quantised_values() -> candle_core::Result<()> {
         let kernels = kernels();
@@ -637,49 +556,34 @@ mod tests {
         if kernels.is_empty() {
             let _ = writeln!(
                 stderr,
-                "int8::tests::product_matches_the_quantised_values skipped: this CPU has no AVX2"
+                "int8::tests::product_matches_the_quantised_values skipped: this CPU has neither \
+                 AVX-512 VNNI nor AVX-VNNI"
             );
             return Ok(());
         }
-        if kernels.len() < 3 {
+        if let [only] = kernels[..] {
             let _ = writeln!(
                 stderr,
-                "int8::tests::product_matches_the_quantised_values checked {kernels:?} only: \
-                 this CPU lacks the others' instructions"
+                "int8::tests::product_matches_the_quantised_values checked the {only:?} kernel \
+                 only: this CPU has one of AVX-512 VNNI and AVX-VNNI"
             );
         }
-        let value = |i: usize, scale: usize| ((i * 7919 % scale) as f32 / scale as f32) - 0.5;
-        let sign = |i: usize| if i.is_multiple_of(3) { -1.0 } else { 1.0 };
-        let mut cases: Vec<Case> = [
-            (1, 1, 1),
-            (3, 7, 5),
-            (13, 64, 33),
-            (70, 129, 50),
-            (9, 384, 1536),
-            (130, 1536, 24),
-        ]
-        .into_iter()
-        .map(|(rows, inputs, outputs)| {
-            let xs = (0..rows * inputs).map(|i| value(i, 101)).collect();
-            let ws = (0..outputs * inputs).map(|i| value(i, 97)).collect();
-            (rows, inputs, outputs, xs, ws)
-        })
-        .collect();
-        let (rows, inputs, outputs) = (5, 96, 20);
-        cases.push((
-            rows,
-            inputs,
-            outputs,
-            (0..rows * inputs).map(|i| sign(i % inputs)).collect(),
-            (0..outputs * inputs).map(|i| sign(i % inputs)).collect(),
-        ));
-        for (rows, inputs, outputs, xs, ws) in cases {
-            let weight = Tensor::from_vec(ws.clone(), (outputs, inputs), &Device::Cpu)?;
-            let weights = Int8Weights::new(&weight)?;
-            let (qx, qw) = (dequantised(&xs, inputs), dequantised(&ws, inputs));
-            let mut first: Option<(Kernel, Vec<f32>)> = None;
-            for &kernel in &kernels {
-                let got = weights.product_rows(&xs, rows, kernel);
+        for kernel in kernels {
+            for (rows, inputs, outputs) in [
+                (1, 1, 1),
+                (3, 7, 5),
+                (13, 64, 33),
+                (70, 129, 50),
+                (9, 384, 1536),
+                (130, 1536, 24),
+            ] {
+                let value =
+                    |i: usize, scale: usize| ((i * 7919 % scale) as f32 / scale as f32) - 0.5;
+                let xs: Vec<f32> = (0..rows * inputs).map(|i| value(i, 101)).collect();
+                let ws: Vec<f32> = (0..outputs * inputs).map(|i| value(i, 97)).collect();
+                let weight = Tensor::from_vec(ws.clone(), (outputs, inputs), &Device::Cpu)?;
+                let got = Int8Weights::new(&weight)?.product_rows(&xs, rows, kernel);
+                let (qx, qw) = (dequantised(&xs, inputs), dequantised(&ws, inputs));
                 for r in 0..rows {
                     for o in 0..outputs {
                         let x = r * inputs..(r + 1) * inputs;
@@ -699,23 +603,13 @@ mod tests {
                             (got - want).abs() < 1e-4 * (1.0 + want.abs()),
                             "{kernel:?} [{r}, {o}] of {rows}×{inputs}×{outputs}: {got} against {want}"
                         );
-                        // Each product's error is below a step of either side: 1/254 of the
-                        // largest magnitudes' product.
-                        let bound = inputs as f64 * largest(&xs) * largest(&ws) / 127.0;
+                        // Each product's error is below a step of either side: 1/254 of 0.5.
+                        let bound = inputs as f64 * 0.5 * 0.5 / 127.0;
                         assert!(
                             (got - exact).abs() < bound,
                             "{kernel:?} [{r}, {o}]: {got} against the f32 product {exact}"
                         );
                     }
-                }
-                match &first {
-                    None => first = Some((kernel, got)),
-                    Some((other, theirs)) => assert!(
-                        got.iter()
-                            .zip(theirs)
-                            .all(|(a, b)| a.to_bits() == b.to_bits()),
-                        "{kernel:?} and {other:?} differ on {rows}×{inputs}×{outputs}"
-                    ),
                 }
             }
         }
