@@ -3,7 +3,7 @@
 //!
 //! - [`Linear`]: one token goes through the quantized weights with quantized dot products
 //!   (decoding is bound by memory, and the quantized weights are the fewest bytes to read):
-//!   `Q8_0`, `Q4_0`, `Q4_1`, `Q4_K`, `Q5_0` and `Q5_K` weights through our products
+//!   `Q8_0`, `Q4_0`, `Q4_1`, `Q4_K`, `Q5_0`, `Q5_1` and `Q5_K` weights through our products
 //!   ([`PackedRows`], AVX2 or AVX-512 VNNI) where the CPU has them, the rest through candle's
 //!   kernels. A whole prompt is bound by arithmetic instead: it goes through byte products too,
 //!   many rows at once (`packed/batched.rs`: these formats and `Q6_K`, on AVX2 all but
@@ -37,7 +37,7 @@ const BATCHED_ROWS: usize = 16;
 
 /// A weight matrix, applied as `x · Wᵀ`.
 pub(crate) enum Linear {
-    /// `Q8_0`, `Q4_0`, `Q4_1`, `Q4_K`, `Q5_0` or `Q5_K` weights in our layout, on a CPU with
+    /// `Q8_0`, `Q4_0`, `Q4_1`, `Q4_K`, `Q5_0`, `Q5_1` or `Q5_K` weights in our layout, on a CPU with
     /// AVX2.
     Rows(PackedRows),
     /// Any other weights, through candle.

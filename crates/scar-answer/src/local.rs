@@ -25,9 +25,9 @@ use crate::{
 /// How many recent tokens the repetition penalty looks back over.
 const REPEAT_WINDOW: usize = 64;
 
-/// The instructions this CPU decodes `Q8_0`, `Q4_0`, `Q4_1`, `Q4_K`, `Q5_0` and `Q5_K` weights
-/// with through our own products (`AVX-512 VNNI` or `AVX2`), or `None` where they go through candle's kernels
-/// and `Q4_1` is converted at load (see [`LoadOptions::requantize`]).
+/// The instructions this CPU decodes `Q8_0`, `Q4_0`, `Q4_1`, `Q4_K`, `Q5_0`, `Q5_1` and `Q5_K`
+/// weights with through our own products (`AVX-512 VNNI` or `AVX2`), or `None` where they go
+/// through candle's kernels and `Q4_1`, `Q5_0` and `Q5_1` are converted at load (see [`LoadOptions::requantize`]).
 #[must_use]
 pub fn decoding_instructions() -> Option<&'static str> {
     crate::packed::Kernel::best().map(crate::packed::Kernel::name)
@@ -39,7 +39,7 @@ pub fn decoding_instructions() -> Option<&'static str> {
 pub fn cpu_decoding() -> String {
     match crate::packed::Kernel::best() {
         Some(kernel) => format!(
-            "Q8_0, Q4_0, Q4_1, Q4_K, Q5_0 and Q5_K weights decoded on {}, prompts of {} weights read \
+            "Q8_0, Q4_0, Q4_1, Q4_K, Q5_0, Q5_1 and Q5_K weights decoded on {}, prompts of {} weights read \
              in its byte products; other formats through candle's kernels{}",
             kernel.name(),
             kernel.prompt_formats(),
@@ -55,9 +55,9 @@ pub struct LoadOptions {
     /// Where the model runs.
     pub device: DeviceChoice,
     /// Converts weights in formats without a fast CPU kernel to `Q8_0` at load time, for faster
-    /// decoding: `Q5_1`, and `Q4_1` and `Q5_0` where our own products do not read them
+    /// decoding: `Q4_1`, `Q5_0` and `Q5_1` where our own products do not read them
     /// ([`decoding_instructions`] is `None`, or rows that are not whole pairs of blocks). `Q8_0`
-    /// holds a `Q5_0` block exactly and a `Q4_1` block almost exactly.
+    /// holds a `Q5_0` block exactly and a `Q4_1` or `Q5_1` block almost exactly.
     pub requantize: bool,
 }
 
@@ -410,8 +410,9 @@ fn load_requantized<R: Read + Seek>(
 ) -> candle_core::Result<(Weights, usize)> {
     let ours = device.is_cpu() && decoding_instructions().is_some();
     let slow = |dtype: GgmlDType, dims: &[usize]| match dtype {
-        GgmlDType::Q5_1 => true,
-        GgmlDType::Q4_1 | GgmlDType::Q5_0 => !(ours && crate::packed::takes_shape(dims)),
+        GgmlDType::Q4_1 | GgmlDType::Q5_0 | GgmlDType::Q5_1 => {
+            !(ours && crate::packed::takes_shape(dims))
+        }
         _ => false,
     };
     if !content

@@ -12,8 +12,8 @@
 //! Formats: `Q8_0`; nibbles with a scale and a minimum per block of 32, which hold `Q4_1` as
 //! stored, `Q4_0` (its minimum is −8 × its scale) and `Q4_K` (each 32-weight sub-block's 6-bit
 //! scale and minimum times the super-block's f16 factors, exact in f32); and nibbles with a
-//! fifth bit each, which hold `Q5_0` (its minimum is −16 × its scale) and `Q5_K` (scales and
-//! minimums as `Q4_K`'s): the file's weights exactly, in every case, read in as few bytes as
+//! fifth bit each, which hold `Q5_1` as stored, `Q5_0` (its minimum is −16 × its scale) and
+//! `Q5_K` (scales and minimums as `Q4_K`'s): the file's weights exactly, in every case, read in as few bytes as
 //! the file holds them in. Rows are split across candle's own worker threads, which run the
 //! rest of the model (a second pool would compete with them for the cores).
 //!
@@ -45,6 +45,8 @@ const Q4_K_BLOCK_BYTES: usize = 4 + 12 + SUPER_BLOCK / 2;
 const Q5_K_BLOCK_BYTES: usize = Q4_K_BLOCK_BYTES + SUPER_BLOCK / 8;
 /// Bytes of a `Q5_0` block: its f16 scale, the fifth bits of its 32 weights, their nibbles.
 pub(crate) const Q5_0_BLOCK_BYTES: usize = 2 + 4 + BLOCK / 2;
+/// Bytes of a `Q5_1` block: `Q5_0`'s with an f16 minimum after the scale.
+const Q5_1_BLOCK_BYTES: usize = Q5_0_BLOCK_BYTES + 2;
 
 /// The instructions our products run on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,8 +148,8 @@ pub(crate) struct PackedRows {
 
 impl PackedRows {
     /// `tensor` laid out for our product, or `None` where it cannot run: not `Q8_0`, `Q4_0`,
-    /// `Q4_1`, `Q4_K`, `Q5_0` or `Q5_K`, not on the CPU, rows that are not whole pairs of blocks, a CPU without
-    /// AVX2, or a `Q8_0` weight of −128 (which llama.cpp never writes, and whose sign the product
+    /// `Q4_1`, `Q4_K`, `Q5_0`, `Q5_1` or `Q5_K`, not on the CPU, rows that are not whole pairs
+    /// of blocks, a CPU without AVX2, or a `Q8_0` weight of −128 (which llama.cpp never writes, and whose sign the product
     /// could not turn).
     pub(crate) fn from_tensor(tensor: &QTensor) -> Result<Option<Self>> {
         match Kernel::best() {
@@ -168,7 +170,7 @@ impl PackedRows {
         let format = match tensor.dtype() {
             GgmlDType::Q8_0 => Format::Q8_0,
             GgmlDType::Q4_0 | GgmlDType::Q4_1 | GgmlDType::Q4K => Format::Nibbles,
-            GgmlDType::Q5_0 | GgmlDType::Q5K => Format::Fives,
+            GgmlDType::Q5_0 | GgmlDType::Q5_1 | GgmlDType::Q5K => Format::Fives,
             _ => return Ok(None),
         };
         let data = tensor.data()?;
@@ -214,20 +216,32 @@ impl PackedRows {
                     packed.weights.extend_from_slice(&block[4..]);
                 }
             }
-            // The f16 scale, the 32 weights' fifth bits, then 16 bytes of nibbles; the whole
-            // stands for (nibble + 16 · bit) − 16.
-            GgmlDType::Q5_0 => {
+            // `Q5_0`: the f16 scale, the 32 weights' fifth bits, then 16 bytes of nibbles; the
+            // whole stands for (nibble + 16 · bit) − 16. `Q5_1`: an f16 minimum after the
+            // scale, and the weight is scale · (nibble + 16 · bit) + minimum.
+            GgmlDType::Q5_0 | GgmlDType::Q5_1 => {
+                let explicit_minimum = tensor.dtype() == GgmlDType::Q5_1;
+                let (block_bytes, bits_at) = if explicit_minimum {
+                    (Q5_1_BLOCK_BYTES, 4)
+                } else {
+                    (Q5_0_BLOCK_BYTES, 2)
+                };
                 packed.fifths.reserve(blocks / 2);
-                for pair in data.chunks_exact(2 * Q5_0_BLOCK_BYTES) {
-                    let (a, b) = pair.split_at(Q5_0_BLOCK_BYTES);
-                    let bits =
-                        |block: &[u8]| u32::from_le_bytes([block[2], block[3], block[4], block[5]]);
+                for pair in data.chunks_exact(2 * block_bytes) {
+                    let (a, b) = pair.split_at(block_bytes);
+                    let bits = |block: &[u8]| {
+                        u32::from_le_bytes(block[bits_at..bits_at + 4].try_into().expect("4 bytes"))
+                    };
                     packed.fifths.push(fifths_of_pair(bits(a), bits(b)));
                     for block in [a, b] {
                         let scale = half(block);
                         packed.scales.push(scale);
-                        packed.minimums.push(-16.0 * scale);
-                        packed.weights.extend_from_slice(&block[6..]);
+                        packed.minimums.push(if explicit_minimum {
+                            half(&block[2..])
+                        } else {
+                            -16.0 * scale
+                        });
+                        packed.weights.extend_from_slice(&block[bits_at + 4..]);
                     }
                 }
             }
@@ -802,12 +816,13 @@ mod tests {
     use super::*;
 
     /// Every format our product takes.
-    const FORMATS: [GgmlDType; 6] = [
+    const FORMATS: [GgmlDType; 7] = [
         GgmlDType::Q8_0,
         GgmlDType::Q4_0,
         GgmlDType::Q4_1,
         GgmlDType::Q4K,
         GgmlDType::Q5_0,
+        GgmlDType::Q5_1,
         GgmlDType::Q5K,
     ];
 
@@ -972,7 +987,7 @@ mod tests {
         );
     }
 
-    /// The largest weights AVX2's 16-bit pair sums take, 5-bit (`Q5_0`) and 6-bit (`Q6_K`),
+    /// The largest weights AVX2's 16-bit pair sums take, 5-bit (`Q5_0`, `Q5_1`) and 6-bit (`Q6_K`),
     /// against activations of 127 in every place, where the pair sums added before widening
     /// come closest to overflowing.
     #[test]
@@ -986,6 +1001,8 @@ mod tests {
         // blocks of 32, 63 for Q6_K's spans of 16.
         for (dtype, span, high) in [
             (GgmlDType::Q5_0, 32, 1.0 - 2.0 / 31.0),
+            // Q5_1's lowest value is its minimum, so any higher value in the block is 31.
+            (GgmlDType::Q5_1, 32, 1.0),
             (GgmlDType::Q6K, 16, 31.0 / 32.0),
         ] {
             let (rows, columns) = (16, 256);
@@ -1031,6 +1048,7 @@ mod tests {
                 GgmlDType::Q4_0,
                 GgmlDType::Q4_1,
                 GgmlDType::Q5_0,
+                GgmlDType::Q5_1,
             ] {
                 let weights = QTensor::quantize(&random(200, 640, 7), dtype).unwrap();
                 let packed = PackedRows::for_kernel(&weights, kernel).unwrap().unwrap();
@@ -1038,7 +1056,7 @@ mod tests {
                 let ours = packed.product(&values(&x)).unwrap();
                 let candle = values(&QMatMul::from_qtensor(weights).unwrap().forward(&x).unwrap());
                 // Both sum exact integer products of the same bytes; candle keeps their block
-                // scales (and, for Q4_1, the block sums) in f16, we in f32.
+                // scales (and, for Q4_1 and Q5_1, the block sums) in f16, we in f32.
                 for (a, b) in ours.iter().zip(&candle) {
                     assert!(
                         (a - b).abs() <= 1e-3 * b.abs().max(1.0),

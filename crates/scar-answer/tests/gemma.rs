@@ -108,7 +108,7 @@ fn continues_as_llama_cpp(path: &std::path::Path, mut model: LocalModel, questio
 /// Gemma 3 270M in another format: the `Q4_K_M` file's quantized matrices whose rows are whole
 /// blocks of `format` dequantized and quantized again to it, the rest and the metadata as they
 /// are but the file type (llama.cpp's number, `file_type`). No file in `Q8_0` (what Ollama
-/// pulls for small models) or `Q5_K_M` is among the test models.
+/// pulls for small models), `Q5_K_M` or `Q5_1` is among the test models.
 fn gemma3_file_in(
     dir: &std::path::Path,
     format: candle_core::quantized::GgmlDType,
@@ -182,6 +182,24 @@ fn gemma3_in_q5_k_continues_greedily_as_llama_cpp_does() {
     continues_as_llama_cpp(
         &path,
         load(&path),
+        "What is the capital of France? Name the city.",
+    );
+}
+
+/// `Q5_1` in every matrix: what llama.cpp's `Q5_K_M` falls back to for rows that are not whole
+/// super-blocks (most of Gemma 3 270M's, 640 wide), read as stored (none converted at load),
+/// with the same greedy continuation as llama.cpp's on the same file.
+#[test]
+fn gemma3_in_q5_1_continues_greedily_as_llama_cpp_does() {
+    let dir = tempfile::tempdir().unwrap();
+    // llama.cpp's number for a file of mostly Q5_1 tensors.
+    let path = gemma3_file_in(dir.path(), candle_core::quantized::GgmlDType::Q5_1, 9);
+    assert!(tensors_in(&path, candle_core::quantized::GgmlDType::Q5_1) > 0);
+    let model = load(&path);
+    assert_eq!(model.requantized_tensors(), 0);
+    continues_as_llama_cpp(
+        &path,
+        model,
         "What is the capital of France? Name the city.",
     );
 }

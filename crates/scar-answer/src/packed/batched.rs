@@ -117,8 +117,8 @@ impl Kernel {
     /// The formats whose prompts it reads in byte products, as a person reads it.
     pub(crate) fn prompt_formats(self) -> &'static str {
         match self {
-            Self::Avx512Vnni => "Q8_0, Q4_0, Q4_1, Q4_K, Q5_0, Q5_K and Q6_K",
-            Self::Avx2 => "Q4_0, Q4_1, Q4_K, Q5_0, Q5_K and Q6_K",
+            Self::Avx512Vnni => "Q8_0, Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K and Q6_K",
+            Self::Avx2 => "Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K and Q6_K",
         }
     }
 }
