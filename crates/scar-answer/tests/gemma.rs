@@ -155,12 +155,15 @@ fn gemma3_file_in(
     path
 }
 
-/// A `Q8_0` file: every matrix through our `Q8_0` products where the CPU has them (none
-/// converted at load), and the same greedy continuation as llama.cpp's on the same file.
-#[test]
-fn gemma3_in_q8_0_continues_greedily_as_llama_cpp_does() {
+/// Gemma 3 270M in `format` (llama.cpp's `file_type` for it), loaded with none of its tensors
+/// converted, continues greedily as llama.cpp does on the same file.
+fn gemma3_in_format_continues_as_llama_cpp(
+    format: candle_core::quantized::GgmlDType,
+    file_type: u32,
+) {
     let dir = tempfile::tempdir().unwrap();
-    let path = gemma3_file_in(dir.path(), candle_core::quantized::GgmlDType::Q8_0, 7);
+    let path = gemma3_file_in(dir.path(), format, file_type);
+    assert!(tensors_in(&path, format) > 0);
     let model = load(&path);
     assert_eq!(model.requantized_tensors(), 0);
     continues_as_llama_cpp(
@@ -168,40 +171,28 @@ fn gemma3_in_q8_0_continues_greedily_as_llama_cpp_does() {
         model,
         "What is the capital of France? Name the city.",
     );
+}
+
+/// A `Q8_0` file: every matrix through our `Q8_0` products where the CPU has them.
+#[test]
+fn gemma3_in_q8_0_continues_greedily_as_llama_cpp_does() {
+    gemma3_in_format_continues_as_llama_cpp(candle_core::quantized::GgmlDType::Q8_0, 7);
 }
 
 /// `Q5_K` in the matrices whose rows are whole super-blocks (the feed-forward's down
 /// projection and attention's output, as a `Q5_K_M` file would hold them), read as nibbles
-/// with fifth bits: the same greedy continuation as llama.cpp's on the same file.
+/// with fifth bits. 17 is llama.cpp's number for a file of mostly `Q5_K` tensors (`Q5_K_M`).
 #[test]
 fn gemma3_in_q5_k_continues_greedily_as_llama_cpp_does() {
-    let dir = tempfile::tempdir().unwrap();
-    // llama.cpp's number for a file of mostly Q5_K tensors (Q5_K_M).
-    let path = gemma3_file_in(dir.path(), candle_core::quantized::GgmlDType::Q5K, 17);
-    assert!(tensors_in(&path, candle_core::quantized::GgmlDType::Q5K) > 0);
-    continues_as_llama_cpp(
-        &path,
-        load(&path),
-        "What is the capital of France? Name the city.",
-    );
+    gemma3_in_format_continues_as_llama_cpp(candle_core::quantized::GgmlDType::Q5K, 17);
 }
 
 /// `Q5_1` in every matrix: what llama.cpp's `Q5_K_M` falls back to for rows that are not whole
-/// super-blocks (most of Gemma 3 270M's, 640 wide), read as stored (none converted at load),
-/// with the same greedy continuation as llama.cpp's on the same file.
+/// super-blocks (most of Gemma 3 270M's, 640 wide), read as stored. 9 is llama.cpp's number
+/// for a file of mostly `Q5_1` tensors.
 #[test]
 fn gemma3_in_q5_1_continues_greedily_as_llama_cpp_does() {
-    let dir = tempfile::tempdir().unwrap();
-    // llama.cpp's number for a file of mostly Q5_1 tensors.
-    let path = gemma3_file_in(dir.path(), candle_core::quantized::GgmlDType::Q5_1, 9);
-    assert!(tensors_in(&path, candle_core::quantized::GgmlDType::Q5_1) > 0);
-    let model = load(&path);
-    assert_eq!(model.requantized_tensors(), 0);
-    continues_as_llama_cpp(
-        &path,
-        model,
-        "What is the capital of France? Name the city.",
-    );
+    gemma3_in_format_continues_as_llama_cpp(candle_core::quantized::GgmlDType::Q5_1, 9);
 }
 
 /// A Gemma 2 file made from Gemma 3 270M's: its vocabulary and the weights of its first six
