@@ -37,8 +37,8 @@ const BATCHED_ROWS: usize = 16;
 
 /// A weight matrix, applied as `x · Wᵀ`.
 pub(crate) enum Linear {
-    /// `Q8_0`, `Q4_0`, `Q4_1`, `Q4_K`, `Q5_0`, `Q5_1` or `Q5_K` weights in our layout, on a CPU with
-    /// AVX2.
+    /// `Q8_0`, `Q4_0`, `Q4_1`, `Q4_K`, `Q5_0`, `Q5_1` or `Q5_K` weights in our layout, on a CPU
+    /// with AVX2.
     Rows(PackedRows),
     /// Any other weights, through candle.
     Candle {

@@ -13,9 +13,9 @@
 //! stored, `Q4_0` (its minimum is −8 × its scale) and `Q4_K` (each 32-weight sub-block's 6-bit
 //! scale and minimum times the super-block's f16 factors, exact in f32); and nibbles with a
 //! fifth bit each, which hold `Q5_1` as stored, `Q5_0` (its minimum is −16 × its scale) and
-//! `Q5_K` (scales and minimums as `Q4_K`'s): the file's weights exactly, in every case, read in as few bytes as
-//! the file holds them in. Rows are split across candle's own worker threads, which run the
-//! rest of the model (a second pool would compete with them for the cores).
+//! `Q5_K` (scales and minimums as `Q4_K`'s): the file's weights exactly, in every case, read in
+//! as few bytes as the file holds them in. Rows are split across candle's own worker threads,
+//! which run the rest of the model (a second pool would compete with them for the cores).
 //!
 //! Used where the CPU has AVX2 (or AVX-512 VNNI) and rows are whole pairs of blocks; the rest
 //! stays on candle's kernels. Prompts go through byte products too, many rows at once
@@ -149,8 +149,8 @@ pub(crate) struct PackedRows {
 impl PackedRows {
     /// `tensor` laid out for our product, or `None` where it cannot run: not `Q8_0`, `Q4_0`,
     /// `Q4_1`, `Q4_K`, `Q5_0`, `Q5_1` or `Q5_K`, not on the CPU, rows that are not whole pairs
-    /// of blocks, a CPU without AVX2, or a `Q8_0` weight of −128 (which llama.cpp never writes, and whose sign the product
-    /// could not turn).
+    /// of blocks, a CPU without AVX2, or a `Q8_0` weight of −128 (which llama.cpp never writes,
+    /// and whose sign the product could not turn).
     pub(crate) fn from_tensor(tensor: &QTensor) -> Result<Option<Self>> {
         match Kernel::best() {
             Some(kernel) => Self::for_kernel(tensor, kernel),
