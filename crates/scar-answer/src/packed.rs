@@ -13,9 +13,13 @@
 //! stored, `Q4_0` (its minimum is −8 × its scale) and `Q4_K` (each 32-weight sub-block's 6-bit
 //! scale and minimum times the super-block's f16 factors, exact in f32); and nibbles with a
 //! fifth bit each, which hold `Q5_1` as stored, `Q5_0` (its minimum is −16 × its scale) and
-//! `Q5_K` (scales and minimums as `Q4_K`'s): the file's weights exactly, in every case, read in
-//! as few bytes as the file holds them in. Rows are split across candle's own worker threads,
-//! which run the rest of the model (a second pool would compete with them for the cores).
+//! `Q5_K` (scales and minimums as `Q4_K`'s): the file's weights exactly, in every case. Decoding
+//! streams every weight once a token, so the scales keep the file's widths too: its f16 scales
+//! (and `Q4_1`'s and `Q5_1`'s f16 minimums; `Q4_0`'s and `Q5_0`'s are a multiple of the scale),
+//! or a K-quant's 6-bit scales and minimums a byte each with its super-block's factors. A step
+//! reads the file's bytes (3% more for the K-quants), where f32 scales read a third more. Rows
+//! are split across candle's own worker threads, which run the rest of the model (a second pool
+//! would compete with them for the cores); each kernel loops over its share of rows itself.
 //!
 //! Used where the CPU has AVX2 (or AVX-512 VNNI) and rows are whole pairs of blocks; the rest
 //! stays on candle's kernels. Prompts go through byte products too, many rows at once
@@ -25,7 +29,7 @@ mod batched;
 
 pub(crate) use batched::six_bit_product_rows;
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::AtomicU32;
 
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Result, Tensor};
@@ -63,8 +67,9 @@ impl Kernel {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::is_x86_feature_detected as has;
-            // Both kernels sum the minimums' products with AVX2 and FMA.
-            if !(has!("avx2") && has!("fma")) {
+            // Both kernels read the f16 scales with F16C and sum the minimums' products with
+            // AVX2 and FMA; every CPU with AVX2 has F16C.
+            if !(has!("avx2") && has!("fma") && has!("f16c")) {
                 return None;
             }
             if has!("avx512f")
@@ -135,10 +140,8 @@ pub(crate) struct PackedRows {
     format: Format,
     /// The quantized weights, row after row.
     weights: Vec<u8>,
-    /// One scale per block.
-    scales: Vec<f32>,
-    /// One minimum per block (`Nibbles` and `Fives`; empty for `Q8_0`).
-    minimums: Vec<f32>,
+    /// Each block's scale and minimum.
+    scales: Scales,
     /// `Fives`: each pair of blocks' fifth bits, one word, in the order the kernels split the
     /// pair's nibbles (block A's weights 0-15, B's 0-15, A's 16-31, B's 16-31).
     fifths: Vec<u64>,
@@ -175,24 +178,30 @@ impl PackedRows {
         };
         let data = tensor.data()?;
         let blocks = rows * columns / BLOCK;
+        let scales = match tensor.dtype() {
+            GgmlDType::Q8_0 => Scales::halves(blocks, 0.0),
+            GgmlDType::Q4_0 => Scales::halves(blocks, -8.0),
+            GgmlDType::Q5_0 => Scales::halves(blocks, -16.0),
+            GgmlDType::Q4_1 | GgmlDType::Q5_1 => Scales::HalfPairs(Vec::with_capacity(2 * blocks)),
+            _ => Scales::SuperBlocks {
+                units: Vec::with_capacity(blocks),
+                factors: Vec::with_capacity(blocks / (SUPER_BLOCK / BLOCK)),
+            },
+        };
         let mut packed = Self {
             kernel,
             format,
             weights: Vec::with_capacity(format.weight_bytes(rows * columns)),
-            scales: Vec::with_capacity(blocks),
-            minimums: Vec::new(),
+            scales,
             fifths: Vec::new(),
             rows,
             columns,
         };
-        if format != Format::Q8_0 {
-            packed.minimums.reserve(blocks);
-        }
         match tensor.dtype() {
             // The f16 scale, then 32 signed bytes.
             GgmlDType::Q8_0 => {
                 for block in data.chunks_exact(Q8_0_BLOCK_BYTES) {
-                    packed.scales.push(half(block));
+                    packed.scales.push_halves(&block[..2]);
                     packed.weights.extend_from_slice(&block[2..]);
                 }
                 if packed.weights.contains(&i8::MIN.cast_unsigned()) {
@@ -202,17 +211,14 @@ impl PackedRows {
             // The f16 scale, then 16 bytes of nibbles that stand for nibble − 8.
             GgmlDType::Q4_0 => {
                 for block in data.chunks_exact(2 + BLOCK / 2) {
-                    let scale = half(block);
-                    packed.scales.push(scale);
-                    packed.minimums.push(-8.0 * scale);
+                    packed.scales.push_halves(&block[..2]);
                     packed.weights.extend_from_slice(&block[2..]);
                 }
             }
             // The f16 scale and minimum, then 16 bytes of nibbles.
             GgmlDType::Q4_1 => {
                 for block in data.chunks_exact(4 + BLOCK / 2) {
-                    packed.scales.push(half(block));
-                    packed.minimums.push(half(&block[2..]));
+                    packed.scales.push_halves(&block[..4]);
                     packed.weights.extend_from_slice(&block[4..]);
                 }
             }
@@ -220,8 +226,7 @@ impl PackedRows {
             // whole stands for (nibble + 16 · bit) − 16. `Q5_1`: an f16 minimum after the
             // scale, and the weight is scale · (nibble + 16 · bit) + minimum.
             GgmlDType::Q5_0 | GgmlDType::Q5_1 => {
-                let explicit_minimum = tensor.dtype() == GgmlDType::Q5_1;
-                let (block_bytes, bits_at) = if explicit_minimum {
+                let (block_bytes, bits_at) = if tensor.dtype() == GgmlDType::Q5_1 {
                     (Q5_1_BLOCK_BYTES, 4)
                 } else {
                     (Q5_0_BLOCK_BYTES, 2)
@@ -234,13 +239,7 @@ impl PackedRows {
                     };
                     packed.fifths.push(fifths_of_pair(bits(a), bits(b)));
                     for block in [a, b] {
-                        let scale = half(block);
-                        packed.scales.push(scale);
-                        packed.minimums.push(if explicit_minimum {
-                            half(&block[2..])
-                        } else {
-                            -16.0 * scale
-                        });
+                        packed.scales.push_halves(&block[..bits_at]);
                         packed.weights.extend_from_slice(&block[bits_at + 4..]);
                     }
                 }
@@ -266,9 +265,9 @@ impl PackedRows {
     /// sub-block's weight is `d · scale · nibble − dmin · minimum`, with a 6-bit scale and
     /// minimum.
     fn push_q4_k(&mut self, block: &[u8]) {
-        let packed_scales: &[u8; 12] = block[4..16].try_into().expect("a whole super-block");
-        for (chunk, bytes) in block[16..].chunks_exact(BLOCK).enumerate() {
-            self.push_k_chunk(block, packed_scales, chunk, bytes);
+        self.push_k_scales(block);
+        for bytes in block[16..].chunks_exact(BLOCK) {
+            self.push_k_chunk(bytes);
         }
     }
 
@@ -276,7 +275,7 @@ impl PackedRows {
     /// with 32 bytes of fifth bits before the nibbles, bit `s` of byte `l` belonging to weight
     /// `l` of sub-block `s`; a weight is `d · scale · (nibble + 16 · bit) − dmin · minimum`.
     fn push_q5_k(&mut self, block: &[u8]) {
-        let packed_scales: &[u8; 12] = block[4..16].try_into().expect("a whole super-block");
+        self.push_k_scales(block);
         let (high, low) = block[16..].split_at(SUPER_BLOCK / 8);
         let bits = |sub_block: usize| {
             (0..BLOCK).fold(0u32, |word, l| {
@@ -284,22 +283,27 @@ impl PackedRows {
             })
         };
         for (chunk, bytes) in low.chunks_exact(BLOCK).enumerate() {
-            self.push_k_chunk(block, packed_scales, chunk, bytes);
+            self.push_k_chunk(bytes);
             self.fifths
                 .push(fifths_of_pair(bits(2 * chunk), bits(2 * chunk + 1)));
         }
     }
 
-    /// A K-quant super-block's 64-weight chunk `chunk` as two blocks of nibbles: its 32
-    /// `bytes` hold sub-block `2 · chunk` in their low nibbles and the next in their high ones,
-    /// each with its 6-bit scale and minimum times the super-block's f16 factors (the first
-    /// four bytes of `block`).
-    fn push_k_chunk(&mut self, block: &[u8], packed_scales: &[u8; 12], chunk: usize, bytes: &[u8]) {
-        let (d, dmin) = (half(block), half(&block[2..]));
-        for (sub_block, shift) in [(2 * chunk, 0), (2 * chunk + 1, 4)] {
-            let (scale, minimum) = q4_k_scale_and_minimum(sub_block, packed_scales);
-            self.scales.push(d * f32::from(scale));
-            self.minimums.push(-dmin * f32::from(minimum));
+    /// A K-quant super-block's f16 factors `d` and `dmin` (its first four bytes) and its eight
+    /// sub-blocks' 6-bit scales and minimums (the next twelve).
+    fn push_k_scales(&mut self, block: &[u8]) {
+        let Scales::SuperBlocks { units, factors } = &mut self.scales else {
+            unreachable!("K-quants' scales are made as super-blocks");
+        };
+        factors.push([half(block), -half(&block[2..])]);
+        let packed: &[u8; 12] = block[4..16].try_into().expect("a whole super-block");
+        units.extend((0..SUPER_BLOCK / BLOCK).map(|j| q4_k_scale_and_minimum(j, packed)));
+    }
+
+    /// A K-quant super-block's 64-weight chunk as two blocks of nibbles: its 32 `bytes` hold
+    /// one sub-block in their low nibbles and the next in their high ones.
+    fn push_k_chunk(&mut self, bytes: &[u8]) {
+        for shift in [0, 4] {
             let nibble = |i: usize| (bytes[i] >> shift) & 0x0F;
             self.weights
                 .extend((0..BLOCK / 2).map(|i| nibble(i) | nibble(i + BLOCK / 2) << 4));
@@ -316,29 +320,11 @@ impl PackedRows {
             );
         }
         let activations = Activations::quantize(x, self.format, self.kernel);
-        let blocks = self.columns / BLOCK;
-        let pairs = self.columns / PAIR;
-        let row_bytes = self.format.weight_bytes(self.columns);
         // Each row's result is written once, by whichever thread takes the row: as bits, so
         // that the threads share the output without locks.
         let out: Vec<AtomicU32> = (0..self.rows).map(|_| AtomicU32::new(0)).collect();
         candle_core::utils::barrier_pool().execute_chunked(self.rows, |rows| {
-            for row in rows {
-                let weights = Row {
-                    bytes: &self.weights[row * row_bytes..(row + 1) * row_bytes],
-                    scales: &self.scales[row * blocks..(row + 1) * blocks],
-                    minimums: self
-                        .minimums
-                        .get(row * blocks..(row + 1) * blocks)
-                        .unwrap_or_default(),
-                    fifths: self
-                        .fifths
-                        .get(row * pairs..(row + 1) * pairs)
-                        .unwrap_or_default(),
-                };
-                let value = x86::row(self.kernel, self.format, &weights, &activations);
-                out[row].store(value.to_bits(), Ordering::Relaxed);
-            }
+            x86::rows(self, rows, &activations, &out);
         });
         Ok(out
             .into_iter()
@@ -346,20 +332,34 @@ impl PackedRows {
             .collect())
     }
 
+    /// Row `row`'s weights, as the kernels read them.
+    #[inline]
+    fn row(&self, row: usize) -> Row<'_> {
+        let (blocks, pairs) = (self.columns / BLOCK, self.columns / PAIR);
+        let row_bytes = self.format.weight_bytes(self.columns);
+        Row {
+            bytes: &self.weights[row * row_bytes..(row + 1) * row_bytes],
+            scales: self.scales.row(row, blocks),
+            fifths: self
+                .fifths
+                .get(row * pairs..(row + 1) * pairs)
+                .unwrap_or_default(),
+        }
+    }
+
     /// The weights as an f32 matrix (rows, columns), for products of many rows at once.
     pub(crate) fn dequantize(&self, device: &Device) -> Result<Tensor> {
         let mut values = Vec::with_capacity(self.rows * self.columns);
         match self.format {
             Format::Q8_0 => {
-                for (block, &scale) in self.weights.chunks_exact(BLOCK).zip(&self.scales) {
+                for (index, block) in self.weights.chunks_exact(BLOCK).enumerate() {
+                    let (scale, _) = self.scales.block(index);
                     values.extend(block.iter().map(|&q| f32::from(q.cast_signed()) * scale));
                 }
             }
             Format::Nibbles | Format::Fives => {
-                let blocks = self.weights.chunks_exact(BLOCK / 2);
-                for (index, ((block, &scale), &minimum)) in
-                    blocks.zip(&self.scales).zip(&self.minimums).enumerate()
-                {
+                for (index, block) in self.weights.chunks_exact(BLOCK / 2).enumerate() {
+                    let (scale, minimum) = self.scales.block(index);
                     let bits = self.fifth_bits(index);
                     let weight = |nibble: u8, j: usize| {
                         let fifth = u8::from(bits >> j & 1 == 1) << 4;
@@ -380,6 +380,17 @@ impl PackedRows {
 }
 
 impl PackedRows {
+    /// Bytes the product reads for the whole matrix: weights, fifth bits and scales.
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
+        let scales = match &self.scales {
+            Scales::Halves { scales, .. } => 2 * scales.len(),
+            Scales::HalfPairs(values) => 2 * values.len(),
+            Scales::SuperBlocks { units, factors } => 2 * units.len() + 8 * factors.len(),
+        };
+        self.weights.len() + 8 * self.fifths.len() + scales
+    }
+
     /// Block `index`'s fifth bits, bit `j` for weight `j` (none for other formats than `Fives`).
     fn fifth_bits(&self, index: usize) -> u32 {
         let Some(&pair) = self.fifths.get(index / 2) else {
@@ -392,12 +403,112 @@ impl PackedRows {
     }
 }
 
+/// Each block's scale and minimum (weight = scale · unsigned weight + minimum; `Q8_0`'s weights
+/// are signed and its minimum 0), in the widths the file holds them in: decoding reads them
+/// once a token with the weights.
+enum Scales {
+    /// The file's f16 scale per block, each minimum `factor · scale`: `Q8_0` (0), `Q4_0` (−8),
+    /// `Q5_0` (−16).
+    Halves {
+        scales: Vec<u16>,
+        minimum_factor: f32,
+    },
+    /// The file's f16 scale and minimum per block, side by side: `Q4_1`, `Q5_1`.
+    HalfPairs(Vec<u16>),
+    /// K-quants: each block's 6-bit scale and minimum, and per super-block of 8 blocks the
+    /// factors they multiply, `d` and `−dmin` (f16 in the file). Their products are exact in
+    /// f32.
+    SuperBlocks {
+        units: Vec<[u8; 2]>,
+        factors: Vec<[f32; 2]>,
+    },
+}
+
+impl Scales {
+    fn halves(blocks: usize, minimum_factor: f32) -> Self {
+        Self::Halves {
+            scales: Vec::with_capacity(blocks),
+            minimum_factor,
+        }
+    }
+
+    /// A block's f16 scale, and with `HalfPairs` its f16 minimum, as the file's `bytes` hold
+    /// them.
+    fn push_halves(&mut self, bytes: &[u8]) {
+        let halves = bytes
+            .chunks_exact(2)
+            .map(|half| u16::from_le_bytes([half[0], half[1]]));
+        match self {
+            Self::Halves { scales, .. } => scales.extend(halves.take(1)),
+            Self::HalfPairs(values) => values.extend(halves.take(2)),
+            Self::SuperBlocks { .. } => unreachable!("K-quants' scales come per super-block"),
+        }
+    }
+
+    /// Row `row`'s, of rows of `blocks` blocks.
+    fn row(&self, row: usize, blocks: usize) -> RowScales<'_> {
+        let blocks_of_row = row * blocks..(row + 1) * blocks;
+        match self {
+            Self::Halves {
+                scales,
+                minimum_factor,
+            } => RowScales::Halves {
+                scales: &scales[blocks_of_row],
+                minimum_factor: *minimum_factor,
+            },
+            Self::HalfPairs(values) => {
+                RowScales::HalfPairs(&values[2 * blocks_of_row.start..2 * blocks_of_row.end])
+            }
+            Self::SuperBlocks { units, factors } => {
+                let per_super_block = SUPER_BLOCK / BLOCK;
+                RowScales::SuperBlocks {
+                    factors: &factors[blocks_of_row.start / per_super_block
+                        ..blocks_of_row.end / per_super_block],
+                    units: &units[blocks_of_row],
+                }
+            }
+        }
+    }
+
+    /// Block `index`'s scale and minimum (row after row).
+    fn block(&self, index: usize) -> (f32, f32) {
+        let float = |bits: u16| half::f16::from_bits(bits).to_f32();
+        match self {
+            Self::Halves {
+                scales,
+                minimum_factor,
+            } => {
+                let scale = float(scales[index]);
+                (scale, minimum_factor * scale)
+            }
+            Self::HalfPairs(values) => (float(values[2 * index]), float(values[2 * index + 1])),
+            Self::SuperBlocks { units, factors } => {
+                let [d, minus_dmin] = factors[index / (SUPER_BLOCK / BLOCK)];
+                let [scale, minimum] = units[index];
+                (d * f32::from(scale), minus_dmin * f32::from(minimum))
+            }
+        }
+    }
+}
+
+/// One row's [`Scales`].
+#[derive(Clone, Copy)]
+enum RowScales<'a> {
+    Halves {
+        scales: &'a [u16],
+        minimum_factor: f32,
+    },
+    HalfPairs(&'a [u16]),
+    SuperBlocks {
+        units: &'a [[u8; 2]],
+        factors: &'a [[f32; 2]],
+    },
+}
+
 /// One row of weights, as the kernels read it.
 struct Row<'a> {
     bytes: &'a [u8],
-    scales: &'a [f32],
-    /// `Nibbles` and `Fives` only.
-    minimums: &'a [f32],
+    scales: RowScales<'a>,
     /// `Fives` only.
     fifths: &'a [u64],
 }
@@ -417,14 +528,14 @@ fn half(bytes: &[u8]) -> f32 {
 /// Sub-block `j`'s 6-bit scale and minimum from a `Q4_K` super-block's 12 packed bytes: the
 /// first four sub-blocks' in the low six bits of bytes 0-3 and 4-7, the last four's low four
 /// bits in bytes 8-11 and their high two bits in the top bits of bytes 0-7.
-fn q4_k_scale_and_minimum(j: usize, packed: &[u8; 12]) -> (u8, u8) {
+fn q4_k_scale_and_minimum(j: usize, packed: &[u8; 12]) -> [u8; 2] {
     if j < 4 {
-        (packed[j] & 63, packed[j + 4] & 63)
+        [packed[j] & 63, packed[j + 4] & 63]
     } else {
-        (
+        [
             (packed[j + 4] & 0x0F) | ((packed[j - 4] >> 6) << 4),
             (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4),
-        )
+        ]
     }
 }
 
@@ -516,72 +627,184 @@ impl Activations {
 }
 
 mod x86 {
-    use super::{Activations, Format, Kernel, Row};
+    use std::ops::Range;
+    use std::sync::atomic::AtomicU32;
 
-    /// One row's product with the activations.
-    pub(super) fn row(kernel: Kernel, format: Format, weights: &Row<'_>, x: &Activations) -> f32 {
+    use super::{Activations, Format, Kernel, PackedRows};
+
+    /// Rows `rows` of `matrix` times the activations, each into its place in `out` (as f32
+    /// bits). The loop over rows runs inside each kernel, with the row's product inlined: a
+    /// call a row cost as much as a short row's products.
+    pub(super) fn rows(
+        matrix: &PackedRows,
+        rows: Range<usize>,
+        x: &Activations,
+        out: &[AtomicU32],
+    ) {
         // The activations hold a byte per weight in every format.
         assert_eq!(
-            weights.bytes.len(),
-            format.weight_bytes(x.bytes.len()),
+            matrix.format.weight_bytes(x.bytes.len()),
+            matrix.format.weight_bytes(matrix.columns),
             "checked by `product`"
         );
-        let Row {
-            bytes: weights,
-            scales,
-            minimums,
-            fifths,
-        } = *weights;
         #[cfg(target_arch = "x86_64")]
         {
             // SAFETY: a `Kernel` is made only by `Kernel::best` and `Kernel::all_here`, which
             // checked that the CPU has its features.
             #[allow(unsafe_code)]
             unsafe {
-                let products = match (kernel, format) {
-                    (Kernel::Avx512Vnni, Format::Q8_0) => avx512::q8_0_row(weights, scales, x),
+                match (matrix.kernel, matrix.format) {
+                    (Kernel::Avx512Vnni, Format::Q8_0) => avx512::q8_0_rows(matrix, rows, x, out),
                     (Kernel::Avx512Vnni, Format::Nibbles) => {
-                        avx512::nibbles_row::<false>(weights, &[], scales, x)
+                        avx512::nibbles_rows::<false>(matrix, rows, x, out);
                     }
                     (Kernel::Avx512Vnni, Format::Fives) => {
-                        avx512::nibbles_row::<true>(weights, fifths, scales, x)
+                        avx512::nibbles_rows::<true>(matrix, rows, x, out);
                     }
-                    (Kernel::Avx2, Format::Q8_0) => avx2::q8_0_row(weights, scales, x),
+                    (Kernel::Avx2, Format::Q8_0) => avx2::q8_0_rows(matrix, rows, x, out),
                     (Kernel::Avx2, Format::Nibbles) => {
-                        avx2::nibbles_row::<false>(weights, &[], scales, x)
+                        avx2::nibbles_rows::<false>(matrix, rows, x, out);
                     }
                     (Kernel::Avx2, Format::Fives) => {
-                        avx2::nibbles_row::<true>(weights, fifths, scales, x)
+                        avx2::nibbles_rows::<true>(matrix, rows, x, out);
                     }
-                };
-                // The minimums times the activations' block sums: a dot product of its own,
-                // vectorised (a scalar sum's chain of additions cost as much as the products).
-                // Both kernels' CPUs have AVX2.
-                if minimums.is_empty() {
-                    products
-                } else {
-                    products + avx2::dot(minimums, &x.block_sums)
                 }
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            let _ = (kernel, format, weights, scales, minimums, fifths, x);
+            let _ = (matrix, rows, x, out);
             unreachable!("a Kernel is made only on x86-64")
+        }
+    }
+
+    /// What both kernels read of a pair of blocks besides their weights.
+    #[cfg(target_arch = "x86_64")]
+    mod pairs {
+        use std::arch::x86_64::{
+            __m128, _mm_add_ps, _mm_add_ss, _mm_castpd_ps, _mm_cvtph_ps, _mm_cvtsi32_si128,
+            _mm_cvtsi64_si128, _mm_cvtss_f32, _mm_load_sd, _mm_movehl_ps, _mm_mul_ps, _mm_set1_ps,
+            _mm_setr_ps, _mm_setzero_ps, _mm_shuffle_ps,
+        };
+
+        use crate::packed::{BLOCK, RowScales, SUPER_BLOCK};
+
+        // These two run once a pair of blocks, inside the kernels' loops: always inlined, where
+        // they take the kernel's instructions (a call a pair cost three times the product).
+        /// Values `at` and `at + 1` of `values` in lanes 0 and 1, 0 in lanes 2 and 3.
+        #[allow(clippy::inline_always)]
+        #[inline(always)]
+        pub(super) fn two(values: &[f32], at: usize) -> __m128 {
+            assert!(at + 2 <= values.len());
+            // SAFETY: in bounds, as just checked; `movsd` loads unaligned.
+            #[allow(unsafe_code)]
+            unsafe {
+                _mm_castpd_ps(_mm_load_sd(values.as_ptr().add(at).cast()))
+            }
+        }
+
+        /// Pair `pair`'s two scales and two minimums, each in lanes 0 and 1 (0 in 2 and 3):
+        /// f16 converted by `vcvtph2ps`, or a K-quant's 6-bit values times their factors.
+        ///
+        /// # Safety
+        /// The CPU has F16C.
+        #[allow(clippy::inline_always, unsafe_code)]
+        #[inline(always)]
+        pub(super) unsafe fn scales_and_minimums(
+            scales: RowScales<'_>,
+            pair: usize,
+        ) -> (__m128, __m128) {
+            // SAFETY: the CPU has F16C, as the caller promised (and SSE, as every x86-64).
+            #[allow(unsafe_code)]
+            unsafe {
+                match scales {
+                    RowScales::Halves {
+                        scales,
+                        minimum_factor,
+                    } => {
+                        let bits =
+                            u32::from(scales[2 * pair]) | u32::from(scales[2 * pair + 1]) << 16;
+                        let two = _mm_cvtph_ps(_mm_cvtsi32_si128(bits.cast_signed()));
+                        (two, _mm_mul_ps(two, _mm_set1_ps(minimum_factor)))
+                    }
+                    RowScales::HalfPairs(values) => {
+                        let bits = values[4 * pair..4 * pair + 4]
+                            .iter()
+                            .rev()
+                            .fold(0u64, |word, &half| word << 16 | u64::from(half));
+                        // Scale A, minimum A, scale B, minimum B.
+                        let four = _mm_cvtph_ps(_mm_cvtsi64_si128(bits.cast_signed()));
+                        (
+                            _mm_shuffle_ps::<0b00_00_10_00>(four, _mm_setzero_ps()),
+                            _mm_shuffle_ps::<0b00_00_11_01>(four, _mm_setzero_ps()),
+                        )
+                    }
+                    RowScales::SuperBlocks { units, factors } => {
+                        let [d, minus_dmin] = factors[2 * pair * BLOCK / SUPER_BLOCK];
+                        let ([scale_a, minimum_a], [scale_b, minimum_b]) =
+                            (units[2 * pair], units[2 * pair + 1]);
+                        (
+                            _mm_setr_ps(d * f32::from(scale_a), d * f32::from(scale_b), 0.0, 0.0),
+                            _mm_setr_ps(
+                                minus_dmin * f32::from(minimum_a),
+                                minus_dmin * f32::from(minimum_b),
+                                0.0,
+                                0.0,
+                            ),
+                        )
+                    }
+                }
+            }
+        }
+
+        #[target_feature(enable = "avx2")]
+        pub(super) fn horizontal_sum(four: __m128) -> f32 {
+            let two = _mm_add_ps(four, _mm_movehl_ps(four, four));
+            _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps::<1>(two, two)))
         }
     }
 
     #[cfg(target_arch = "x86_64")]
     mod avx512 {
         use std::arch::x86_64::{
-            __m512, __m512i, _mm256_and_si256, _mm256_loadu_si256, _mm256_set1_epi8,
-            _mm256_srli_epi16, _mm512_castsi256_si512, _mm512_cvtepi32_ps, _mm512_dpbusd_epi32,
-            _mm512_fmadd_ps, _mm512_inserti64x4, _mm512_loadu_si512, _mm512_mask_add_epi8,
-            _mm512_mask_blend_ps, _mm512_mask_sub_epi8, _mm512_reduce_add_ps, _mm512_set1_epi8,
-            _mm512_set1_ps, _mm512_setzero_ps, _mm512_setzero_si512,
+            __m128, __m512i, _mm_fmadd_ps, _mm_mul_ps, _mm_setzero_ps, _mm256_and_si256,
+            _mm256_loadu_si256, _mm256_set1_epi8, _mm256_srli_epi16, _mm512_castps128_ps512,
+            _mm512_castsi256_si512, _mm512_cvtepi32_ps, _mm512_dpbusd_epi32, _mm512_fmadd_ps,
+            _mm512_inserti64x4, _mm512_loadu_si512, _mm512_mask_add_epi8, _mm512_mask_sub_epi8,
+            _mm512_permutexvar_ps, _mm512_reduce_add_ps, _mm512_set1_epi8, _mm512_setr_epi32,
+            _mm512_setzero_ps, _mm512_setzero_si512,
         };
 
-        use crate::packed::{Activations, BLOCK, PAIR};
+        use std::ops::Range;
+        use std::sync::atomic::{AtomicU32, Ordering};
+
+        use super::pairs::{horizontal_sum, scales_and_minimums, two};
+        use crate::packed::{Activations, BLOCK, PAIR, PackedRows, Row};
+
+        #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
+        pub(super) fn q8_0_rows(
+            matrix: &PackedRows,
+            rows: Range<usize>,
+            x: &Activations,
+            out: &[AtomicU32],
+        ) {
+            for row in rows {
+                out[row].store(q8_0_row(&matrix.row(row), x).to_bits(), Ordering::Relaxed);
+            }
+        }
+
+        #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
+        pub(super) fn nibbles_rows<const FIVES: bool>(
+            matrix: &PackedRows,
+            rows: Range<usize>,
+            x: &Activations,
+            out: &[AtomicU32],
+        ) {
+            for row in rows {
+                let value = nibbles_row::<FIVES>(&matrix.row(row), x);
+                out[row].store(value.to_bits(), Ordering::Relaxed);
+            }
+        }
 
         /// 64 bytes at `at` of `bytes`, which holds at least `at + 64`.
         #[target_feature(enable = "avx512f")]
@@ -594,95 +817,125 @@ mod x86 {
             }
         }
 
-        /// `products` (16 lanes of sums of four byte products) scaled lane by lane, the lanes
-        /// in `second` by the second block's scales, the others by the first's, and added to
-        /// `sum`.
-        #[target_feature(enable = "avx512f")]
-        fn add_scaled(sum: __m512, products: __m512i, second: u16, scales: [f32; 2]) -> __m512 {
-            let scale =
-                _mm512_mask_blend_ps(second, _mm512_set1_ps(scales[0]), _mm512_set1_ps(scales[1]));
-            _mm512_fmadd_ps(_mm512_cvtepi32_ps(products), scale, sum)
-        }
-
         /// Two blocks a step: the weights whose activation is negative change sign, so that
         /// the activations' magnitudes (unsigned) times the weights (signed) sum, four products
         /// to a lane, in one `vpdpbusd`; lanes 0-7 hold the first block, 8-15 the second.
-        #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-        pub(super) fn q8_0_row(weights: &[u8], scales: &[f32], x: &Activations) -> f32 {
+        #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
+        fn q8_0_row(weights: &Row<'_>, x: &Activations) -> f32 {
+            let first_then_second =
+                _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
             let mut sum = _mm512_setzero_ps();
-            for pair in 0..weights.len() / PAIR {
+            for pair in 0..weights.bytes.len() / PAIR {
                 let at = pair * PAIR;
-                let w = load(weights, at);
+                let w = load(weights.bytes, at);
                 let signed = _mm512_mask_sub_epi8(w, x.negative[pair], _mm512_setzero_si512(), w);
                 let products =
                     _mm512_dpbusd_epi32(_mm512_setzero_si512(), load(&x.bytes, at), signed);
-                let (a, b) = (2 * pair, 2 * pair + 1);
-                sum = add_scaled(
-                    sum,
-                    products,
-                    0xFF00,
-                    [scales[a] * x.scales[a], scales[b] * x.scales[b]],
-                );
+                // SAFETY: this kernel's CPUs have F16C.
+                #[allow(unsafe_code)]
+                let (scales, _) = unsafe { scales_and_minimums(weights.scales, pair) };
+                let scales = _mm_mul_ps(scales, two(&x.scales, 2 * pair));
+                sum = add_scaled(sum, products, scales, first_then_second);
             }
             _mm512_reduce_add_ps(sum)
+        }
+
+        /// `products` (16 lanes of sums of four byte products) times the pair's scales, lane
+        /// `i` by scale `lanes[i]` (0 or 1), added to `sum`.
+        #[target_feature(enable = "avx512f")]
+        fn add_scaled(
+            sum: std::arch::x86_64::__m512,
+            products: __m512i,
+            scales: __m128,
+            lanes: __m512i,
+        ) -> std::arch::x86_64::__m512 {
+            let scale = _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(scales));
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(products), scale, sum)
         }
 
         /// Two blocks a step: 32 bytes of nibbles split into the 64 weights (unsigned, 0-15,
         /// or with `FIVES` 0-31: 16 added where the pair's word has the weight's bit), times
         /// the activations (signed) in the same order, in one `vpdpbusd`; lanes 0-3 and 8-11
-        /// hold the first block, 4-7 and 12-15 the second.
-        #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-        // The loop indexes `fifths` only with `FIVES`; without, it is empty.
-        #[allow(clippy::needless_range_loop)]
-        pub(super) fn nibbles_row<const FIVES: bool>(
-            weights: &[u8],
-            fifths: &[u64],
-            scales: &[f32],
-            x: &Activations,
-        ) -> f32 {
+        /// hold the first block, 4-7 and 12-15 the second. The minimums times the activations'
+        /// block sums add up apart.
+        #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
+        fn nibbles_row<const FIVES: bool>(weights: &Row<'_>, x: &Activations) -> f32 {
+            let halves = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1);
             let low_nibbles = _mm256_set1_epi8(0x0F);
             let mut sum = _mm512_setzero_ps();
-            for pair in 0..weights.len() / BLOCK {
+            let mut minimums = _mm_setzero_ps();
+            for pair in 0..weights.bytes.len() / BLOCK {
                 let at = pair * BLOCK;
-                assert!(at + BLOCK <= weights.len());
+                assert!(at + BLOCK <= weights.bytes.len());
                 // SAFETY: in bounds, as just checked; the load is unaligned.
                 #[allow(unsafe_code)]
-                let packed = unsafe { _mm256_loadu_si256(weights.as_ptr().add(at).cast()) };
+                let packed = unsafe { _mm256_loadu_si256(weights.bytes.as_ptr().add(at).cast()) };
                 let low = _mm256_and_si256(packed, low_nibbles);
                 let high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_nibbles);
                 let mut nibbles = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
                 if FIVES {
-                    nibbles =
-                        _mm512_mask_add_epi8(nibbles, fifths[pair], nibbles, _mm512_set1_epi8(16));
+                    nibbles = _mm512_mask_add_epi8(
+                        nibbles,
+                        weights.fifths[pair],
+                        nibbles,
+                        _mm512_set1_epi8(16),
+                    );
                 }
                 let products =
                     _mm512_dpbusd_epi32(_mm512_setzero_si512(), nibbles, load(&x.bytes, 2 * at));
-                let (a, b) = (2 * pair, 2 * pair + 1);
-                sum = add_scaled(
-                    sum,
-                    products,
-                    0xF0F0,
-                    [scales[a] * x.scales[a], scales[b] * x.scales[b]],
-                );
+                // SAFETY: this kernel's CPUs have F16C.
+                #[allow(unsafe_code)]
+                let (scales, pair_minimums) = unsafe { scales_and_minimums(weights.scales, pair) };
+                let scales = _mm_mul_ps(scales, two(&x.scales, 2 * pair));
+                sum = add_scaled(sum, products, scales, halves);
+                minimums = _mm_fmadd_ps(pair_minimums, two(&x.block_sums, 2 * pair), minimums);
             }
-            _mm512_reduce_add_ps(sum)
+            _mm512_reduce_add_ps(sum) + horizontal_sum(minimums)
         }
     }
 
     #[cfg(target_arch = "x86_64")]
     mod avx2 {
         use std::arch::x86_64::{
-            __m256, __m256i, _mm_add_ps, _mm_add_ss, _mm_cvtss_f32, _mm_movehl_ps, _mm_set1_ps,
-            _mm_shuffle_ps, _mm256_add_epi32, _mm256_add_ps, _mm256_and_si256,
+            __m128, __m256, __m256i, _mm_add_ps, _mm_fmadd_ps, _mm_mul_ps, _mm_setzero_ps,
+            _mm256_add_epi32, _mm256_add_ps, _mm256_and_si256, _mm256_castps128_ps256,
             _mm256_castps256_ps128, _mm256_cmpeq_epi8, _mm256_cvtepi32_ps, _mm256_extractf128_ps,
-            _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_loadu_si256, _mm256_madd_epi16,
-            _mm256_maddubs_epi16, _mm256_or_si256, _mm256_set1_epi8, _mm256_set1_epi16,
-            _mm256_set1_epi32, _mm256_set1_epi64x, _mm256_set1_ps, _mm256_setr_epi64x,
-            _mm256_setr_m128, _mm256_setzero_ps, _mm256_shuffle_epi8, _mm256_sign_epi8,
-            _mm256_srli_epi16,
+            _mm256_fmadd_ps, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_maddubs_epi16,
+            _mm256_or_si256, _mm256_permutevar8x32_ps, _mm256_set1_epi8, _mm256_set1_epi16,
+            _mm256_set1_epi32, _mm256_set1_epi64x, _mm256_setr_epi32, _mm256_setr_epi64x,
+            _mm256_setzero_ps, _mm256_shuffle_epi8, _mm256_sign_epi8, _mm256_srli_epi16,
         };
 
-        use crate::packed::{Activations, BLOCK};
+        use std::ops::Range;
+        use std::sync::atomic::{AtomicU32, Ordering};
+
+        use super::pairs::{horizontal_sum, scales_and_minimums, two};
+        use crate::packed::{Activations, BLOCK, PackedRows, Row};
+
+        #[target_feature(enable = "avx2,fma,f16c")]
+        pub(super) fn q8_0_rows(
+            matrix: &PackedRows,
+            rows: Range<usize>,
+            x: &Activations,
+            out: &[AtomicU32],
+        ) {
+            for row in rows {
+                out[row].store(q8_0_row(&matrix.row(row), x).to_bits(), Ordering::Relaxed);
+            }
+        }
+
+        #[target_feature(enable = "avx2,fma,f16c")]
+        pub(super) fn nibbles_rows<const FIVES: bool>(
+            matrix: &PackedRows,
+            rows: Range<usize>,
+            x: &Activations,
+            out: &[AtomicU32],
+        ) {
+            for row in rows {
+                let value = nibbles_row::<FIVES>(&matrix.row(row), x);
+                out[row].store(value.to_bits(), Ordering::Relaxed);
+            }
+        }
 
         /// 32 bytes at `at` of `bytes`, which holds at least `at + 32`.
         #[target_feature(enable = "avx2")]
@@ -695,27 +948,6 @@ mod x86 {
             }
         }
 
-        /// `a · b` for slices of the same length.
-        #[target_feature(enable = "avx2,fma")]
-        pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
-            assert_eq!(a.len(), b.len());
-            let whole = a.len() / 8 * 8;
-            let mut sum = _mm256_setzero_ps();
-            for at in (0..whole).step_by(8) {
-                // SAFETY: `at + 8 <= whole <= len` of both; the loads are unaligned.
-                #[allow(unsafe_code)]
-                let (a8, b8) = unsafe {
-                    (
-                        _mm256_loadu_ps(a.as_ptr().add(at)),
-                        _mm256_loadu_ps(b.as_ptr().add(at)),
-                    )
-                };
-                sum = _mm256_fmadd_ps(a8, b8, sum);
-            }
-            let tail: f32 = a[whole..].iter().zip(&b[whole..]).map(|(x, y)| x * y).sum();
-            horizontal_sum(sum) + tail
-        }
-
         /// 32 products of `unsigned` and `signed` bytes, summed four to a lane (exact for the
         /// operands here: see the module's doc).
         #[target_feature(enable = "avx2")]
@@ -723,32 +955,42 @@ mod x86 {
             _mm256_madd_epi16(_mm256_maddubs_epi16(unsigned, signed), _mm256_set1_epi16(1))
         }
 
+        /// `products` times the pair's scales, lane `i` by scale `lanes[i]` (0 or 1), added to
+        /// `sum`.
         #[target_feature(enable = "avx2,fma")]
-        fn add_scaled(sum: __m256, products: __m256i, scale: __m256) -> __m256 {
+        fn add_scaled(sum: __m256, products: __m256i, scales: __m128, lanes: __m256i) -> __m256 {
+            let scale = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(scales), lanes);
             _mm256_fmadd_ps(_mm256_cvtepi32_ps(products), scale, sum)
         }
 
         #[target_feature(enable = "avx2")]
-        fn horizontal_sum(sum: __m256) -> f32 {
-            let four = _mm_add_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
-            let two = _mm_add_ps(four, _mm_movehl_ps(four, four));
-            _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)))
+        fn horizontal_sum_of_eight(sum: __m256) -> f32 {
+            horizontal_sum(_mm_add_ps(
+                _mm256_castps256_ps128(sum),
+                _mm256_extractf128_ps(sum, 1),
+            ))
         }
 
-        /// A block a step: the weights take the activations' signs (`vpsignb`), so that the
-        /// activations' magnitudes (unsigned) times them (signed) sum in one byte product. Two
-        /// sums, so that one block's multiply-add need not wait for the last's.
-        #[target_feature(enable = "avx2,fma")]
-        pub(super) fn q8_0_row(weights: &[u8], scales: &[f32], x: &Activations) -> f32 {
+        /// A block at a time, two a step: the weights take the activations' signs (`vpsignb`),
+        /// so that the activations' magnitudes (unsigned) times them (signed) sum in one byte
+        /// product. Two sums, so that one block's multiply-add need not wait for the other's.
+        #[target_feature(enable = "avx2,fma,f16c")]
+        fn q8_0_row(weights: &Row<'_>, x: &Activations) -> f32 {
+            let lanes = [_mm256_set1_epi32(0), _mm256_set1_epi32(1)];
             let mut sums = [_mm256_setzero_ps(); 2];
-            for block in 0..weights.len() / BLOCK {
-                let at = block * BLOCK;
-                let signed = _mm256_sign_epi8(load(weights, at), load(&x.signs, at));
-                let products = byte_products(load(&x.bytes, at), signed);
-                let scale = _mm256_set1_ps(scales[block] * x.scales[block]);
-                sums[block % 2] = add_scaled(sums[block % 2], products, scale);
+            for pair in 0..weights.bytes.len() / (2 * BLOCK) {
+                // SAFETY: this kernel's CPUs have F16C.
+                #[allow(unsafe_code)]
+                let (scales, _) = unsafe { scales_and_minimums(weights.scales, pair) };
+                let scales = _mm_mul_ps(scales, two(&x.scales, 2 * pair));
+                for (half, sum) in sums.iter_mut().enumerate() {
+                    let at = (2 * pair + half) * BLOCK;
+                    let signed = _mm256_sign_epi8(load(weights.bytes, at), load(&x.signs, at));
+                    let products = byte_products(load(&x.bytes, at), signed);
+                    *sum = add_scaled(*sum, products, scales, lanes[half]);
+                }
             }
-            horizontal_sum(_mm256_add_ps(sums[0], sums[1]))
+            horizontal_sum_of_eight(_mm256_add_ps(sums[0], sums[1]))
         }
 
         /// 16 in byte `i` where bit `i` of `bits` is set, else 0.
@@ -770,25 +1012,21 @@ mod x86 {
         /// Two blocks a step: 32 bytes of nibbles split into the low and the high nibbles of
         /// both blocks (unsigned, 0-15, or with `FIVES` 0-31: 16 added where the pair's word
         /// has the weight's bit), each times the activations (signed) in the same order; lanes
-        /// 0-3 hold the first block, 4-7 the second.
-        #[target_feature(enable = "avx2,fma")]
-        // The loop indexes `fifths` only with `FIVES`; without, it is empty.
-        #[allow(clippy::needless_range_loop)]
-        pub(super) fn nibbles_row<const FIVES: bool>(
-            weights: &[u8],
-            fifths: &[u64],
-            scales: &[f32],
-            x: &Activations,
-        ) -> f32 {
+        /// 0-3 hold the first block, 4-7 the second. The minimums times the activations' block
+        /// sums add up apart.
+        #[target_feature(enable = "avx2,fma,f16c")]
+        fn nibbles_row<const FIVES: bool>(weights: &Row<'_>, x: &Activations) -> f32 {
+            let halves = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
             let low_nibbles = _mm256_set1_epi8(0x0F);
             let mut sum = _mm256_setzero_ps();
-            for pair in 0..weights.len() / BLOCK {
+            let mut minimums = _mm_setzero_ps();
+            for pair in 0..weights.bytes.len() / BLOCK {
                 let at = pair * BLOCK;
-                let packed = load(weights, at);
+                let packed = load(weights.bytes, at);
                 let mut low = _mm256_and_si256(packed, low_nibbles);
                 let mut high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_nibbles);
                 if FIVES {
-                    let bits = fifths[pair];
+                    let bits = weights.fifths[pair];
                     low = _mm256_or_si256(low, sixteens(bits as u32));
                     high = _mm256_or_si256(high, sixteens((bits >> 32) as u32));
                 }
@@ -796,14 +1034,14 @@ mod x86 {
                     byte_products(low, load(&x.bytes, 2 * at)),
                     byte_products(high, load(&x.bytes, 2 * at + BLOCK)),
                 );
-                let (a, b) = (2 * pair, 2 * pair + 1);
-                let scale = _mm256_setr_m128(
-                    _mm_set1_ps(scales[a] * x.scales[a]),
-                    _mm_set1_ps(scales[b] * x.scales[b]),
-                );
-                sum = add_scaled(sum, products, scale);
+                // SAFETY: this kernel's CPUs have F16C.
+                #[allow(unsafe_code)]
+                let (scales, pair_minimums) = unsafe { scales_and_minimums(weights.scales, pair) };
+                let scales = _mm_mul_ps(scales, two(&x.scales, 2 * pair));
+                sum = add_scaled(sum, products, scales, halves);
+                minimums = _mm_fmadd_ps(pair_minimums, two(&x.block_sums, 2 * pair), minimums);
             }
-            horizontal_sum(sum)
+            horizontal_sum_of_eight(sum) + horizontal_sum(minimums)
         }
     }
 }
@@ -1055,8 +1293,9 @@ mod tests {
                 let x = random(1, 640, 11);
                 let ours = packed.product(&values(&x)).unwrap();
                 let candle = values(&QMatMul::from_qtensor(weights).unwrap().forward(&x).unwrap());
-                // Both sum exact integer products of the same bytes; candle keeps their block
-                // scales (and, for Q4_1 and Q5_1, the block sums) in f16, we in f32.
+                // Both sum exact integer products of the same bytes; candle keeps the
+                // activations' block scales (and, for Q4_1 and Q5_1, their block sums) in f16,
+                // we in f32.
                 for (a, b) in ours.iter().zip(&candle) {
                     assert!(
                         (a - b).abs() <= 1e-3 * b.abs().max(1.0),
@@ -1065,6 +1304,27 @@ mod tests {
                 }
                 assert!(packed.product(&[0.0; 64]).is_err());
             }
+        }
+    }
+
+    /// Decoding reads every weight once a token, so the layout holds the file's bytes: the
+    /// same for the formats with f16 scales; for the K-quants, 8 bytes more per 256 weights
+    /// (144 or 176 in the file: their 6-bit scales and minimums a byte each, their factors f32).
+    #[test]
+    fn the_layout_reads_about_the_files_bytes() {
+        let Some(kernel) = Kernel::best() else {
+            eprintln!("skipped: this CPU has neither AVX2 nor AVX-512 VNNI");
+            return;
+        };
+        for dtype in FORMATS {
+            let weights = QTensor::quantize(&random(8, 512, 5), dtype).unwrap();
+            let packed = PackedRows::for_kernel(&weights, kernel).unwrap().unwrap();
+            let file = weights.data().unwrap().len();
+            let extra = match dtype {
+                GgmlDType::Q4K | GgmlDType::Q5K => 8 * 512 / SUPER_BLOCK * 8,
+                _ => 0,
+            };
+            assert_eq!(packed.bytes(), file + extra, "{dtype:?}");
         }
     }
 

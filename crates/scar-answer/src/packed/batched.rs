@@ -167,7 +167,7 @@ impl PackedRows {
     /// Block `index` (row after row) as unsigned bytes `u` into `weights`; its scale and its
     /// minimum: weight `j` is `scale · u[j] + minimum`.
     fn unsigned_block(&self, index: usize, weights: &mut [u8]) -> (f32, f32) {
-        let scale = self.scales[index];
+        let (scale, minimum) = self.scales.block(index);
         match self.format {
             Format::Q8_0 => {
                 let signed = &self.weights[index * BLOCK..][..BLOCK];
@@ -188,7 +188,7 @@ impl PackedRows {
                     };
                     *weight = nibble | u8::from(bits >> j & 1 == 1) << 4;
                 }
-                (scale, self.minimums[index])
+                (scale, minimum)
             }
         }
     }
