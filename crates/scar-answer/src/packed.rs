@@ -17,7 +17,8 @@
 //! streams every weight once a token, so the scales keep the file's widths too: its f16 scales
 //! (and `Q4_1`'s and `Q5_1`'s f16 minimums; `Q4_0`'s and `Q5_0`'s are a multiple of the scale),
 //! or a K-quant's 6-bit scales and minimums a byte each with its super-block's factors. A step
-//! reads the file's bytes (3% more for the K-quants), where f32 scales read a third more. Rows
+//! reads the file's bytes (8 more a super-block for the K-quants, 4 to 6%), where f32 scales
+//! read up to a third more (`Q4_0`, `Q4_K`). Rows
 //! are split across candle's own worker threads, which run the rest of the model (a second pool
 //! would compete with them for the cores); each kernel loops over its share of rows itself.
 //!
@@ -91,7 +92,7 @@ impl Kernel {
     fn all_here() -> Vec<Self> {
         let mut kernels: Vec<Self> = Self::best().into_iter().collect();
         if kernels == [Self::Avx512Vnni] {
-            // AVX-512 implies AVX2 and FMA.
+            // `best` checked AVX2, FMA and F16C before it chose AVX-512.
             kernels.push(Self::Avx2);
         }
         kernels
@@ -152,8 +153,8 @@ pub(crate) struct PackedRows {
 impl PackedRows {
     /// `tensor` laid out for our product, or `None` where it cannot run: not `Q8_0`, `Q4_0`,
     /// `Q4_1`, `Q4_K`, `Q5_0`, `Q5_1` or `Q5_K`, not on the CPU, rows that are not whole pairs
-    /// of blocks, a CPU without AVX2, or a `Q8_0` weight of −128 (which llama.cpp never writes,
-    /// and whose sign the product could not turn).
+    /// of blocks, a CPU without AVX2, FMA and F16C, or a `Q8_0` weight of −128 (which
+    /// llama.cpp never writes, and whose sign the product could not turn).
     pub(crate) fn from_tensor(tensor: &QTensor) -> Result<Option<Self>> {
         match Kernel::best() {
             Some(kernel) => Self::for_kernel(tensor, kernel),
@@ -459,6 +460,7 @@ impl Scales {
             Self::HalfPairs(values) => {
                 RowScales::HalfPairs(&values[2 * blocks_of_row.start..2 * blocks_of_row.end])
             }
+            // K-quants' rows are whole super-blocks (candle refuses other shapes).
             Self::SuperBlocks { units, factors } => {
                 let per_super_block = SUPER_BLOCK / BLOCK;
                 RowScales::SuperBlocks {
@@ -633,8 +635,8 @@ mod x86 {
     use super::{Activations, Format, Kernel, PackedRows};
 
     /// Rows `rows` of `matrix` times the activations, each into its place in `out` (as f32
-    /// bits). The loop over rows runs inside each kernel, with the row's product inlined: a
-    /// call a row cost as much as a short row's products.
+    /// bits). The loop over rows runs inside each kernel, with the row's product inlined into
+    /// it: a call a row cost as much as a short row's products.
     pub(super) fn rows(
         matrix: &PackedRows,
         rows: Range<usize>,
@@ -642,11 +644,7 @@ mod x86 {
         out: &[AtomicU32],
     ) {
         // The activations hold a byte per weight in every format.
-        assert_eq!(
-            matrix.format.weight_bytes(x.bytes.len()),
-            matrix.format.weight_bytes(matrix.columns),
-            "checked by `product`"
-        );
+        assert_eq!(x.bytes.len(), matrix.columns, "checked by `product`");
         #[cfg(target_arch = "x86_64")]
         {
             // SAFETY: a `Kernel` is made only by `Kernel::best` and `Kernel::all_here`, which
@@ -678,13 +676,13 @@ mod x86 {
         }
     }
 
-    /// What both kernels read of a pair of blocks besides their weights.
+    /// What both kernels read of a pair of blocks besides their weights, and a sum of lanes.
     #[cfg(target_arch = "x86_64")]
     mod pairs {
         use std::arch::x86_64::{
-            __m128, _mm_add_ps, _mm_add_ss, _mm_castpd_ps, _mm_cvtph_ps, _mm_cvtsi32_si128,
-            _mm_cvtsi64_si128, _mm_cvtss_f32, _mm_load_sd, _mm_movehl_ps, _mm_mul_ps, _mm_set1_ps,
-            _mm_setr_ps, _mm_setzero_ps, _mm_shuffle_ps,
+            __m128, _mm_add_ps, _mm_add_ss, _mm_castsi128_ps, _mm_cvtph_ps, _mm_cvtsi32_si128,
+            _mm_cvtsi64_si128, _mm_cvtss_f32, _mm_loadl_epi64, _mm_movehl_ps, _mm_mul_ps,
+            _mm_set1_ps, _mm_setr_ps, _mm_setzero_ps, _mm_shuffle_ps,
         };
 
         use crate::packed::{BLOCK, RowScales, SUPER_BLOCK};
@@ -696,10 +694,11 @@ mod x86 {
         #[inline(always)]
         pub(super) fn two(values: &[f32], at: usize) -> __m128 {
             assert!(at + 2 <= values.len());
-            // SAFETY: in bounds, as just checked; `movsd` loads unaligned.
+            // SAFETY: in bounds, as just checked; `_mm_loadl_epi64` reads unaligned (the f32s
+            // are only 4-aligned).
             #[allow(unsafe_code)]
             unsafe {
-                _mm_castpd_ps(_mm_load_sd(values.as_ptr().add(at).cast()))
+                _mm_castsi128_ps(_mm_loadl_epi64(values.as_ptr().add(at).cast()))
             }
         }
 
@@ -715,7 +714,6 @@ mod x86 {
             pair: usize,
         ) -> (__m128, __m128) {
             // SAFETY: the CPU has F16C, as the caller promised (and SSE, as every x86-64).
-            #[allow(unsafe_code)]
             unsafe {
                 match scales {
                     RowScales::Halves {
@@ -724,8 +722,8 @@ mod x86 {
                     } => {
                         let bits =
                             u32::from(scales[2 * pair]) | u32::from(scales[2 * pair + 1]) << 16;
-                        let two = _mm_cvtph_ps(_mm_cvtsi32_si128(bits.cast_signed()));
-                        (two, _mm_mul_ps(two, _mm_set1_ps(minimum_factor)))
+                        let scales = _mm_cvtph_ps(_mm_cvtsi32_si128(bits.cast_signed()));
+                        (scales, _mm_mul_ps(scales, _mm_set1_ps(minimum_factor)))
                     }
                     RowScales::HalfPairs(values) => {
                         let bits = values[4 * pair..4 * pair + 4]
@@ -757,7 +755,8 @@ mod x86 {
             }
         }
 
-        #[target_feature(enable = "avx2")]
+        /// The sum of the four lanes.
+        #[target_feature(enable = "sse")]
         pub(super) fn horizontal_sum(four: __m128) -> f32 {
             let two = _mm_add_ps(four, _mm_movehl_ps(four, four));
             _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps::<1>(two, two)))
@@ -820,6 +819,7 @@ mod x86 {
         /// Two blocks a step: the weights whose activation is negative change sign, so that
         /// the activations' magnitudes (unsigned) times the weights (signed) sum, four products
         /// to a lane, in one `vpdpbusd`; lanes 0-7 hold the first block, 8-15 the second.
+        #[inline]
         #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
         fn q8_0_row(weights: &Row<'_>, x: &Activations) -> f32 {
             let first_then_second =
@@ -858,6 +858,7 @@ mod x86 {
         /// the activations (signed) in the same order, in one `vpdpbusd`; lanes 0-3 and 8-11
         /// hold the first block, 4-7 and 12-15 the second. The minimums times the activations'
         /// block sums add up apart.
+        #[inline]
         #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
         fn nibbles_row<const FIVES: bool>(weights: &Row<'_>, x: &Activations) -> f32 {
             let halves = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1);
@@ -974,6 +975,7 @@ mod x86 {
         /// A block at a time, two a step: the weights take the activations' signs (`vpsignb`),
         /// so that the activations' magnitudes (unsigned) times them (signed) sum in one byte
         /// product. Two sums, so that one block's multiply-add need not wait for the other's.
+        #[inline]
         #[target_feature(enable = "avx2,fma,f16c")]
         fn q8_0_row(weights: &Row<'_>, x: &Activations) -> f32 {
             let lanes = [_mm256_set1_epi32(0), _mm256_set1_epi32(1)];
@@ -1014,6 +1016,7 @@ mod x86 {
         /// has the weight's bit), each times the activations (signed) in the same order; lanes
         /// 0-3 hold the first block, 4-7 the second. The minimums times the activations' block
         /// sums add up apart.
+        #[inline]
         #[target_feature(enable = "avx2,fma,f16c")]
         fn nibbles_row<const FIVES: bool>(weights: &Row<'_>, x: &Activations) -> f32 {
             let halves = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
@@ -1320,8 +1323,11 @@ mod tests {
             let weights = QTensor::quantize(&random(8, 512, 5), dtype).unwrap();
             let packed = PackedRows::for_kernel(&weights, kernel).unwrap().unwrap();
             let file = weights.data().unwrap().len();
+            // A K-quant super-block's 6-bit scales and minimums a byte each (16 bytes where the
+            // file packs them in 12) and its two factors in f32 (8 where the file holds 4).
+            let (rows, columns) = (8, 512);
             let extra = match dtype {
-                GgmlDType::Q4K | GgmlDType::Q5K => 8 * 512 / SUPER_BLOCK * 8,
+                GgmlDType::Q4K | GgmlDType::Q5K => rows * columns / SUPER_BLOCK * 8,
                 _ => 0,
             };
             assert_eq!(packed.bytes(), file + extra, "{dtype:?}");

@@ -196,7 +196,10 @@ fn an_instruction_set_cap_is_named_where_it_holds_and_refused_where_unknown() {
         .unwrap_or_else(|| panic!("no chat model listed: {listed}"));
     let compute = chat["compute"].as_str().unwrap_or_default();
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+    if std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("fma")
+        && std::arch::is_x86_feature_detected!("f16c")
+    {
         // Whatever wider instructions the CPU has, the cap leaves the AVX2 kernels, and says so.
         assert!(compute.contains("decoded on AVX2"), "{compute}");
         assert!(
