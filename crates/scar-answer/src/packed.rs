@@ -676,6 +676,38 @@ mod x86 {
         }
     }
 
+    /// Each kernel's loops over rows, built with its instructions (`$features`) so that the
+    /// row's product inlines into them.
+    macro_rules! row_loops {
+        ($features:tt) => {
+            #[target_feature(enable = $features)]
+            pub(super) fn q8_0_rows(
+                matrix: &crate::packed::PackedRows,
+                rows: std::ops::Range<usize>,
+                x: &Activations,
+                out: &[std::sync::atomic::AtomicU32],
+            ) {
+                for row in rows {
+                    let value = q8_0_row(&matrix.row(row), x);
+                    out[row].store(value.to_bits(), std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+
+            #[target_feature(enable = $features)]
+            pub(super) fn nibbles_rows<const FIVES: bool>(
+                matrix: &crate::packed::PackedRows,
+                rows: std::ops::Range<usize>,
+                x: &Activations,
+                out: &[std::sync::atomic::AtomicU32],
+            ) {
+                for row in rows {
+                    let value = nibbles_row::<FIVES>(&matrix.row(row), x);
+                    out[row].store(value.to_bits(), std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        };
+    }
+
     /// What both kernels read of a pair of blocks besides their weights, and a sum of lanes.
     #[cfg(target_arch = "x86_64")]
     mod pairs {
@@ -774,36 +806,10 @@ mod x86 {
             _mm512_setzero_ps, _mm512_setzero_si512,
         };
 
-        use std::ops::Range;
-        use std::sync::atomic::{AtomicU32, Ordering};
-
         use super::pairs::{horizontal_sum, scales_and_minimums, two};
-        use crate::packed::{Activations, BLOCK, PAIR, PackedRows, Row};
+        use crate::packed::{Activations, BLOCK, PAIR, Row};
 
-        #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
-        pub(super) fn q8_0_rows(
-            matrix: &PackedRows,
-            rows: Range<usize>,
-            x: &Activations,
-            out: &[AtomicU32],
-        ) {
-            for row in rows {
-                out[row].store(q8_0_row(&matrix.row(row), x).to_bits(), Ordering::Relaxed);
-            }
-        }
-
-        #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
-        pub(super) fn nibbles_rows<const FIVES: bool>(
-            matrix: &PackedRows,
-            rows: Range<usize>,
-            x: &Activations,
-            out: &[AtomicU32],
-        ) {
-            for row in rows {
-                let value = nibbles_row::<FIVES>(&matrix.row(row), x);
-                out[row].store(value.to_bits(), Ordering::Relaxed);
-            }
-        }
+        row_loops!("avx512f,avx512bw,avx512vnni,avx2,fma,f16c");
 
         /// 64 bytes at `at` of `bytes`, which holds at least `at + 64`.
         #[target_feature(enable = "avx512f")]
@@ -907,36 +913,10 @@ mod x86 {
             _mm256_setzero_ps, _mm256_shuffle_epi8, _mm256_sign_epi8, _mm256_srli_epi16,
         };
 
-        use std::ops::Range;
-        use std::sync::atomic::{AtomicU32, Ordering};
-
         use super::pairs::{horizontal_sum, scales_and_minimums, two};
-        use crate::packed::{Activations, BLOCK, PackedRows, Row};
+        use crate::packed::{Activations, BLOCK, Row};
 
-        #[target_feature(enable = "avx2,fma,f16c")]
-        pub(super) fn q8_0_rows(
-            matrix: &PackedRows,
-            rows: Range<usize>,
-            x: &Activations,
-            out: &[AtomicU32],
-        ) {
-            for row in rows {
-                out[row].store(q8_0_row(&matrix.row(row), x).to_bits(), Ordering::Relaxed);
-            }
-        }
-
-        #[target_feature(enable = "avx2,fma,f16c")]
-        pub(super) fn nibbles_rows<const FIVES: bool>(
-            matrix: &PackedRows,
-            rows: Range<usize>,
-            x: &Activations,
-            out: &[AtomicU32],
-        ) {
-            for row in rows {
-                let value = nibbles_row::<FIVES>(&matrix.row(row), x);
-                out[row].store(value.to_bits(), Ordering::Relaxed);
-            }
-        }
+        row_loops!("avx2,fma,f16c");
 
         /// 32 bytes at `at` of `bytes`, which holds at least `at + 32`.
         #[target_feature(enable = "avx2")]
