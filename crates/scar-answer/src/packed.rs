@@ -18,9 +18,9 @@
 //! (and `Q4_1`'s and `Q5_1`'s f16 minimums; `Q4_0`'s and `Q5_0`'s are a multiple of the scale),
 //! or a K-quant's 6-bit scales and minimums a byte each with its super-block's factors. A step
 //! reads the file's bytes (8 more a super-block for the K-quants, 4 to 6%), where f32 scales
-//! read up to a third more (`Q4_0`, `Q4_K`). Rows
-//! are split across candle's own worker threads, which run the rest of the model (a second pool
-//! would compete with them for the cores); each kernel loops over its share of rows itself.
+//! read up to a third more (`Q4_0`, `Q4_K`). Rows are split across candle's own worker
+//! threads, which run the rest of the model (a second pool would compete with them for the
+//! cores); each kernel loops over its share of rows itself.
 //!
 //! Used where the CPU has AVX2 (or AVX-512 VNNI) and rows are whole pairs of blocks; the rest
 //! stays on candle's kernels. Prompts go through byte products too, many rows at once
@@ -1299,13 +1299,13 @@ mod tests {
             eprintln!("skipped: this CPU has neither AVX2 nor AVX-512 VNNI");
             return;
         };
+        let (rows, columns) = (8, 512);
         for dtype in FORMATS {
-            let weights = QTensor::quantize(&random(8, 512, 5), dtype).unwrap();
+            let weights = QTensor::quantize(&random(rows, columns, 5), dtype).unwrap();
             let packed = PackedRows::for_kernel(&weights, kernel).unwrap().unwrap();
             let file = weights.data().unwrap().len();
             // A K-quant super-block's 6-bit scales and minimums a byte each (16 bytes where the
             // file packs them in 12) and its two factors in f32 (8 where the file holds 4).
-            let (rows, columns) = (8, 512);
             let extra = match dtype {
                 GgmlDType::Q4K | GgmlDType::Q5K => rows * columns / SUPER_BLOCK * 8,
                 _ => 0,
