@@ -9,7 +9,7 @@ use tokenizers::ModelWrapper;
 use tokenizers::Tokenizer;
 
 use crate::load::{Format, Heading, LoadedDocument};
-use crate::seam::seam_kind;
+use crate::seam::{seam_kind, trailing_lead_ins};
 use crate::{IndexError, Result};
 
 /// What a chunk's capacity is measured in.
@@ -152,14 +152,13 @@ impl Chunker {
         // Checked once here; each window of the text gets a copy.
         self.chunk_config()?;
         let config = || self.chunk_config().expect("checked above");
-        // Windows hold many chunks, even of a large capacity.
-        let window = SPLIT_WINDOW_BYTES.max(self.config.capacity.saturating_mul(64));
+        let windows = Windows::for_capacity(self.config.capacity);
         let pieces = match self.config.unit {
-            ChunkUnit::Characters => split(config, text, markdown, window),
+            ChunkUnit::Characters => split(config, text, markdown, windows),
             ChunkUnit::Tokens => {
                 let sizer = DocumentTokens::new(text, &self.tokenizer)?;
                 let config = || config().with_sizer(&sizer);
-                split(config, text, markdown, window)
+                split(config, text, markdown, windows)
             }
         };
         let mut headings = HeadingTracker::new(&document.headings);
@@ -194,20 +193,49 @@ impl Chunker {
 /// tens of megabytes); over windows of this size it is linear.
 const SPLIT_WINDOW_BYTES: usize = 256 * 1024;
 
+/// Bytes given to text-splitter after a chunk handed its lead-ins on: only the next few chunks
+/// are kept before the next lead-in, so a smaller window costs less.
+const LEAD_IN_WINDOW_BYTES: usize = 16 * 1024;
+
+/// How much of the text text-splitter is given at a time: `full` to begin with, `after_lead_in`
+/// once a chunk's lead-ins made it start again.
+#[derive(Debug, Clone, Copy)]
+struct Windows {
+    full: usize,
+    after_lead_in: usize,
+}
+
+impl Windows {
+    /// Windows holding many chunks of `capacity` units, each up to a few bytes.
+    fn for_capacity(capacity: usize) -> Self {
+        let least = capacity.saturating_mul(64);
+        Self {
+            full: SPLIT_WINDOW_BYTES.max(least),
+            after_lead_in: LEAD_IN_WINDOW_BYTES.max(least),
+        }
+    }
+}
+
 /// The document's pieces, as (byte offset, char offset, text), cut window by window.
 ///
 /// The chunks that end in the last quarter of a window may have been cut where they are by the
 /// window's end rather than by the text: those are cut again from the first of them, as the
 /// start of the next window. A chunk's end depends on the text within a few chunk lengths of
 /// its start, so the pieces are those of the whole document cut at once.
+///
+/// A chunk that ends in lead-ins (paragraphs ending in a colon: see [`trailing_lead_ins`])
+/// hands them to the next chunk, as the start of the next window, unless chunks overlap (the
+/// next one repeats them then) or nothing follows.
 fn split<S: ChunkSizer>(
     config: impl Fn() -> ChunkConfig<S>,
     text: &str,
     markdown: bool,
-    window: usize,
+    windows: Windows,
 ) -> Vec<(usize, usize, &str)> {
+    let hand_on_lead_ins = config().overlap() == 0;
     let mut pieces = Vec::new();
     let (mut start, mut chars_before) = (0, 0);
+    let mut window = windows.full;
     // Once the watchdog gave up on this document, nobody waits for its pieces.
     while start < text.len() && !crate::watchdog::given_up() {
         let mut end = start.saturating_add(window).min(text.len());
@@ -215,7 +243,7 @@ fn split<S: ChunkSizer>(
             end += 1;
         }
         let cut = split_whole(config(), &text[start..end], markdown);
-        let settled = if end == text.len() {
+        let mut settled = if end == text.len() {
             cut.len()
         } else {
             let settled_end = end - start - window / 4;
@@ -225,16 +253,40 @@ fn split<S: ChunkSizer>(
                 .count()
                 .max(1)
         };
+        let lead_in = hand_on_lead_ins
+            .then(|| {
+                cut.iter()
+                    .take(settled)
+                    .enumerate()
+                    .find_map(|(i, &(offset, _, piece))| {
+                        let rest = &text[start + offset + piece.len()..];
+                        trailing_lead_ins(piece)
+                            .filter(|_| !rest.trim_start().is_empty())
+                            .map(|lead_in| (i, lead_in))
+                    })
+            })
+            .flatten();
+        if let Some((i, _)) = lead_in {
+            settled = i + 1;
+        }
         pieces.extend(
             cut.iter()
                 .take(settled)
                 .map(|&(offset, chars, piece)| (start + offset, chars_before + chars, piece)),
         );
-        let next = match cut.get(settled) {
-            Some(&(offset, _, _)) => start + offset,
-            None => cut.last().map_or(end, |&(offset, _, piece)| {
-                (start + offset + piece.len()).max(start + 1)
-            }),
+        let next = if let Some((i, lead_in)) = lead_in {
+            let piece = pieces.last_mut().expect("the piece with the lead-ins");
+            piece.2 = piece.2[..lead_in].trim_end();
+            window = windows.after_lead_in;
+            start + cut[i].0 + lead_in
+        } else {
+            window = windows.full;
+            match cut.get(settled) {
+                Some(&(offset, _, _)) => start + offset,
+                None => cut.last().map_or(end, |&(offset, _, piece)| {
+                    (start + offset + piece.len()).max(start + 1)
+                }),
+            }
         };
         let mut next = next.max(start + 1).min(text.len());
         while !text.is_char_boundary(next) {
@@ -475,9 +527,26 @@ mod tests {
                 }
                 text.push_str(". ");
             }
+            // Now and then an introduction, handed on to the next chunk.
+            if next(30) == 0 {
+                text.push_str("\n\nThe figures were:");
+            }
             text.push_str(if next(5) == 0 { "\n" } else { "\n\n" });
         }
         text
+    }
+
+    /// The whole rest of the text at every cut.
+    const WHOLE: Windows = Windows {
+        full: usize::MAX,
+        after_lead_in: usize::MAX,
+    };
+
+    fn windows(full: usize) -> Windows {
+        Windows {
+            full,
+            after_lead_in: full / 4,
+        }
     }
 
     #[test]
@@ -485,8 +554,8 @@ mod tests {
         let text = prose(300_000);
         for (markdown, capacity, overlap) in [(false, 400, 0), (false, 1000, 120), (true, 600, 0)] {
             let config = || ChunkConfig::new(capacity).with_overlap(overlap).unwrap();
-            let whole = split(config, &text, markdown, usize::MAX);
-            let windowed = split(config, &text, markdown, 16 * 1024);
+            let whole = split(config, &text, markdown, WHOLE);
+            let windowed = split(config, &text, markdown, windows(16 * 1024));
             assert!(whole.len() > 300, "{}", whole.len());
             assert_eq!(windowed, whole, "markdown {markdown}, capacity {capacity}");
         }
@@ -511,6 +580,47 @@ mod tests {
                 assert!(body.ends_with(ends), "cut inside a sentence: {body:?}");
             }
         }
+    }
+
+    #[test]
+    fn an_introduction_starts_the_chunk_of_what_it_introduces() {
+        let text = "The trial ran for a year.\n\nOn the boundary queries SCAR achieved:\n\n\
+                    92.8% recall against 96.7%.\n\nThe end.";
+        let doc = document(Format::Text, text, Vec::new());
+        let pieces = |chunker: Chunker| -> Vec<&str> {
+            let chunks = chunker.chunk(&doc).unwrap();
+            chunks.iter().map(|c| &text[c.bytes.clone()]).collect()
+        };
+        // text-splitter alone would end the first chunk with the introduction.
+        let capacity = text.find("92.8").unwrap();
+        let alone = split_whole(ChunkConfig::new(capacity), text, false);
+        assert!(alone[0].2.ends_with("achieved:"), "{alone:?}");
+        assert_eq!(
+            pieces(characters(capacity)),
+            [
+                "The trial ran for a year.",
+                "On the boundary queries SCAR achieved:\n\n92.8% recall against 96.7%.",
+                "The end."
+            ]
+        );
+        // Overlapping chunks repeat the end of each in the next: they are text-splitter's.
+        let overlapping = Chunker::new(
+            &ChunkerConfig {
+                unit: ChunkUnit::Characters,
+                capacity,
+                overlap: 10,
+                ..Default::default()
+            },
+            &Tokenizer::new(tokenizers::models::bpe::BPE::default()),
+        )
+        .unwrap();
+        let theirs = split_whole(
+            ChunkConfig::new(capacity).with_overlap(10).unwrap(),
+            text,
+            false,
+        );
+        let theirs: Vec<&str> = theirs.iter().map(|p| p.2).collect();
+        assert_eq!(pieces(overlapping), theirs);
     }
 
     #[test]
@@ -613,9 +723,9 @@ mod tests {
             let text = std::fs::read_to_string(&path).unwrap();
             let sizer = DocumentTokens::new(&text, &tokenizer).unwrap();
             let config = || ChunkConfig::new(256).with_sizer(&sizer);
-            let whole = split(config, &text, false, usize::MAX);
+            let whole = split(config, &text, false, WHOLE);
             assert_eq!(
-                split(config, &text, false, 24 * 1024),
+                split(config, &text, false, windows(24 * 1024)),
                 whole,
                 "{}",
                 path.display()
@@ -652,8 +762,8 @@ mod tests {
                     .into_iter()
                     .map(|c| c.bytes)
                     .collect();
-                let reference = ChunkConfig::new(capacity).with_sizer(&tokenizer);
-                let theirs: Vec<Range<usize>> = split_whole(reference, &text, markdown)
+                let reference = || ChunkConfig::new(capacity).with_sizer(&tokenizer);
+                let theirs: Vec<Range<usize>> = split(reference, &text, markdown, WHOLE)
                     .into_iter()
                     .map(|(start, _, piece)| start..start + piece.len())
                     .collect();

@@ -53,6 +53,40 @@ pub fn seam_text(
     format!("{} {}", tail.trim(), head.trim()).trim().to_owned()
 }
 
+/// Where the lead-ins at the end of `chunk` start: its last paragraphs when they end in a
+/// colon, and so introduce what follows them ("the results were:", "as follows:"). A cut after
+/// them parts the introduction from what it introduces. `None` when the chunk does not end in
+/// one, or holds nothing else (a list of labels: nothing there is introduced).
+pub(crate) fn trailing_lead_ins(chunk: &str) -> Option<usize> {
+    let introduces = |paragraph: &str| paragraph.ends_with([':', '：']);
+    let mut end = chunk.trim_end().len();
+    let mut start = None;
+    while let Some(paragraph) = last_paragraph_start(&chunk[..end]) {
+        if !introduces(&chunk[paragraph..end]) {
+            return start;
+        }
+        start = Some(paragraph);
+        end = chunk[..paragraph].trim_end().len();
+    }
+    // The first paragraph is left: it keeps the chunk unless it introduces too.
+    start.filter(|_| !introduces(&chunk[..end]))
+}
+
+/// Where the last paragraph of `text` (which ends in no whitespace) starts: just after its last
+/// blank line. `None` when it has none, so that the text is one paragraph.
+fn last_paragraph_start(text: &str) -> Option<usize> {
+    let mut paragraph = None;
+    let mut line_end = text.len();
+    while let Some(newline) = text[..line_end].rfind('\n') {
+        if text[newline + 1..line_end].trim().is_empty() {
+            return paragraph;
+        }
+        paragraph = Some(newline + 1);
+        line_end = newline;
+    }
+    None
+}
+
 /// Marks that end a sentence: Latin's, the ideographic full stop and full-width marks of
 /// Chinese and Japanese, and the Devanagari danda and double danda.
 const FINAL_MARKS: [char; 9] = ['.', '!', '?', '。', '｡', '！', '？', '।', '॥'];
@@ -346,5 +380,29 @@ mod tests {
             "and goes on.\n\nMore.",
         );
         assert_eq!(seam_text(text, &a, &b, 30), "New topic starts and goes on.");
+    }
+
+    #[test]
+    fn paragraphs_ending_in_a_colon_are_lead_ins() {
+        let english = "Results.\n\nOn 160 queries\nSCAR achieved:  \n";
+        assert_eq!(trailing_lead_ins(english), english.find("On 160"));
+        let hindi = "मेट्रिक्स: रिकॉल।\n\n160 क्वेरीज़ पर, SCAR ने प्राप्त किया:";
+        assert_eq!(trailing_lead_ins(hindi), hindi.find("160"));
+        // Full-width colons; two introductions in a row go on together.
+        let japanese = "評価しました。\n\n意義と主張\n\n主な貢献は以下の通りです：\n\n詳細：";
+        assert_eq!(trailing_lead_ins(japanese), japanese.find("主な"));
+    }
+
+    #[test]
+    fn a_colon_inside_or_a_chunk_of_nothing_else_is_no_lead_in() {
+        for chunk in [
+            "Note: the fee is due.\n\nTickets: 8 euros.",
+            "One paragraph that ends in a colon:",
+            "Parties:\n\nTerm:\n\nFees:",
+            "A line that ends in a colon:\nand one that does not.",
+            "",
+        ] {
+            assert_eq!(trailing_lead_ins(chunk), None, "{chunk:?}");
+        }
     }
 }
