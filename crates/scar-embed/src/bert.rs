@@ -21,7 +21,7 @@ use candle_transformers::models::bert::{Config, HiddenAct, PositionEmbeddingType
 use crate::bf16::Bf16Weights;
 use crate::int8::Int8Weights;
 use crate::model::Pooling;
-use crate::{attention, kernels};
+use crate::{attention, kernels, linear};
 
 /// The encoder: embeddings and the transformer layers, without BERT's pooler.
 pub(crate) struct Bert {
@@ -463,6 +463,7 @@ impl Dense {
     /// `x·Wᵀ` alone, for the kernels that add the bias in a pass of their own.
     fn product(&self, xs: &Tensor) -> Result<Tensor> {
         match &self.weight {
+            Weight::Tensor(weight) if uses_cpu_kernels(xs) => linear::linear(xs, weight, None),
             Weight::Tensor(weight) => xs.matmul(&weight.t()?),
             Weight::Bf16(weight) => weight.product(xs),
             Weight::Int8(weight) => weight.product(xs),
@@ -470,7 +471,12 @@ impl Dense {
     }
 
     fn forward(&self, xs: &Tensor) -> Result<Tensor> {
-        self.product(xs)?.broadcast_add(&self.bias)
+        match &self.weight {
+            Weight::Tensor(weight) if uses_cpu_kernels(xs) => {
+                linear::linear(xs, weight, Some(&self.bias))
+            }
+            _ => self.product(xs)?.broadcast_add(&self.bias),
+        }
     }
 }
 

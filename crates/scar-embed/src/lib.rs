@@ -29,6 +29,7 @@ mod embedder;
 mod error;
 mod int8;
 mod kernels;
+mod linear;
 pub mod locate;
 mod model;
 mod precision;
