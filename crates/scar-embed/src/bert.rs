@@ -463,7 +463,7 @@ impl Dense {
     /// `x·Wᵀ` alone, for the kernels that add the bias in a pass of their own.
     fn product(&self, xs: &Tensor) -> Result<Tensor> {
         match &self.weight {
-            Weight::Tensor(weight) if uses_cpu_kernels(xs) => linear::linear(xs, weight, None),
+            Weight::Tensor(weight) if uses_cpu_kernels(xs) => linear::linear(xs, weight),
             Weight::Tensor(weight) => xs.matmul(&weight.t()?),
             Weight::Bf16(weight) => weight.product(xs),
             Weight::Int8(weight) => weight.product(xs),
@@ -471,11 +471,12 @@ impl Dense {
     }
 
     fn forward(&self, xs: &Tensor) -> Result<Tensor> {
-        match &self.weight {
-            Weight::Tensor(weight) if uses_cpu_kernels(xs) => {
-                linear::linear(xs, weight, Some(&self.bias))
-            }
-            _ => self.product(xs)?.broadcast_add(&self.bias),
+        let product = self.product(xs)?;
+        if uses_cpu_kernels(xs) {
+            kernels::bias_in_place(&product, &self.bias)?;
+            Ok(product)
+        } else {
+            product.broadcast_add(&self.bias)
         }
     }
 }

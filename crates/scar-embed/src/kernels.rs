@@ -18,10 +18,16 @@ use rayon::prelude::*;
 /// task overhead.
 const MIN_TASK_ELEMENTS: usize = 16 * 1024;
 
+/// `x ← x + bias` in place on `[rows, width]` f32, `bias` `[width]`: a product's bias added into
+/// the product's own storage, where candle's `broadcast_add` fills a new tensor. The same floats.
+pub(crate) fn bias_in_place(xs: &Tensor, bias: &Tensor) -> candle_core::Result<()> {
+    xs.inplace_op2(bias, &AddBias { gelu: false })
+}
+
 /// `x ← gelu(x + bias)` in place on `[rows, width]` f32, `bias` `[width]`: the intermediate
 /// layer's bias and GELU (the exact, erf form BERT uses) in one pass.
 pub(crate) fn bias_gelu_in_place(xs: &Tensor, bias: &Tensor) -> candle_core::Result<()> {
-    xs.inplace_op2(bias, &BiasGelu)
+    xs.inplace_op2(bias, &AddBias { gelu: true })
 }
 
 /// `x ← layer_norm(x + bias + residual)` row by row, in place on `[rows, width]` f32;
@@ -77,11 +83,18 @@ fn rows_per_task(width: usize) -> usize {
     MIN_TASK_ELEMENTS.div_ceil(width.max(1))
 }
 
-struct BiasGelu;
+/// A bias added to every row, and GELU after it where `gelu` says.
+struct AddBias {
+    gelu: bool,
+}
 
-impl InplaceOp2 for BiasGelu {
+impl InplaceOp2 for AddBias {
     fn name(&self) -> &'static str {
-        "bias-gelu-in-place"
+        if self.gelu {
+            "bias-gelu-in-place"
+        } else {
+            "bias-in-place"
+        }
     }
 
     fn cpu_fwd(
@@ -97,8 +110,9 @@ impl InplaceOp2 for BiasGelu {
         if width == 0 || data.len() % width != 0 {
             candle_core::bail!("bias of {width} for {} values", data.len());
         }
+        let gelu = self.gelu;
         data.par_chunks_mut(width * rows_per_task(width))
-            .for_each(|rows| crate::cpu::arch().dispatch(BiasGeluRows { rows, bias }));
+            .for_each(|rows| crate::cpu::arch().dispatch(BiasRows { rows, bias, gelu }));
         Ok(())
     }
 }
@@ -208,20 +222,31 @@ pub(crate) fn contiguous<'a>(
 // loops inside must be inlined into it (hence `inline(always)` down to `exp`) to be vectorised
 // with that set. A closure passed to `dispatch` is not reliably inlined, so these are structs.
 
-/// `gelu(x + bias)` over whole rows.
-struct BiasGeluRows<'a> {
+/// `x + bias`, or `gelu(x + bias)`, over whole rows.
+struct BiasRows<'a> {
     rows: &'a mut [f32],
     bias: &'a [f32],
+    gelu: bool,
 }
 
-impl pulp::WithSimd for BiasGeluRows<'_> {
+impl pulp::WithSimd for BiasRows<'_> {
     type Output = ();
 
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _: S) {
-        for row in self.rows.chunks_exact_mut(self.bias.len()) {
-            for (x, b) in row.iter_mut().zip(self.bias) {
-                *x = gelu(*x + b);
+        // One loop for each case, so that neither branches per value.
+        let rows = self.rows.chunks_exact_mut(self.bias.len());
+        if self.gelu {
+            for row in rows {
+                for (x, b) in row.iter_mut().zip(self.bias) {
+                    *x = gelu(*x + b);
+                }
+            }
+        } else {
+            for row in rows {
+                for (x, b) in row.iter_mut().zip(self.bias) {
+                    *x += b;
+                }
             }
         }
     }
@@ -499,6 +524,23 @@ pub(crate) mod tests {
         for (a, b) in ours.iter().flatten().zip(expected.iter().flatten()) {
             assert!((a - b).abs() <= 3e-7 * b.abs().max(1.0), "{a} vs {b}");
         }
+    }
+
+    #[test]
+    fn bias_in_place_equals_candles_broadcast_add_to_the_bit() {
+        let (rows, width) = (1_000, 37);
+        let device = &Device::Cpu;
+        let xs = Tensor::randn(0f32, 3.0, (rows, width), device).unwrap();
+        let bias = Tensor::randn(0f32, 1.0, width, device).unwrap();
+        let expected: Vec<Vec<f32>> = xs.broadcast_add(&bias).unwrap().to_vec2().unwrap();
+        let ours = xs.copy().unwrap();
+        bias_in_place(&ours, &bias).unwrap();
+        assert_eq!(ours.to_vec2::<f32>().unwrap(), expected);
+        let wrong = Tensor::zeros(width + 1, candle_core::DType::F32, device).unwrap();
+        assert!(
+            bias_in_place(&ours, &wrong).is_err(),
+            "a bias as wide as the rows"
+        );
     }
 
     #[test]
