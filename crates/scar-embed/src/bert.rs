@@ -7,8 +7,9 @@
 //! - the query, key and value projections are one product with their weights stacked;
 //! - on CPU the texts are packed, one row per real token and no padding, so that no product
 //!   spends time on padding; each text attends to its own tokens ([`crate::attention`]), and
-//!   biases, GELU, residuals and layer norms run in place ([`crate::kernels`]). On a GPU the
-//!   texts are padded to the longest, with an additive mask.
+//!   biases, GELU, residuals and layer norms run in place ([`crate::kernels`]), and the
+//!   feed-forward half runs 512 rows at a time, so that its wide intermediate product stays in
+//!   the cache. On a GPU the texts are padded to the longest, with an additive mask.
 //!
 //! Weights load from the same safetensors names as `transformers`' `BertModel` (with or without
 //! a `bert.` prefix), and XLM-RoBERTa's (`roberta.`): the same encoder, its positions counted
@@ -376,19 +377,48 @@ impl Layer {
             Attention::Padded { batch, mask } => padded_attention(&qkv, *batch, heads, mask)?,
         };
         let attended = self.attention_out.forward(&context, hidden)?;
+        if activation == HiddenAct::Gelu && uses_cpu_kernels(&attended) {
+            return self.feed_forward_in_blocks(attended);
+        }
         let activated = match activation {
-            HiddenAct::Gelu if uses_cpu_kernels(&attended) => {
-                let inner = self.intermediate.product(&attended)?;
-                kernels::bias_gelu_in_place(&inner, &self.intermediate.bias)?;
-                inner
-            }
             HiddenAct::Gelu => self.intermediate.forward(&attended)?.gelu_erf()?,
             HiddenAct::GeluApproximate => self.intermediate.forward(&attended)?.gelu()?,
             HiddenAct::Relu => self.intermediate.forward(&attended)?.relu()?,
         };
         self.output.forward(&activated, &attended)
     }
+
+    /// The feed-forward half on the CPU (GELU), a block of rows at a time, each block's result
+    /// written over its rows of `attended` (whose storage nothing else holds), which the layer
+    /// then returns. The intermediate product is four times as wide as the hidden state: whole,
+    /// it takes tens of megabytes of fresh pages every layer and its GELU pass runs from memory;
+    /// a block of it stays in the cache from one product to the next. Rows are independent, so
+    /// the floats are those of the whole product.
+    fn feed_forward_in_blocks(&self, attended: Tensor) -> Result<Tensor> {
+        let (tokens, _) = attended.dims2()?;
+        if tokens <= FEED_FORWARD_BLOCK_ROWS {
+            return self.feed_forward(&attended);
+        }
+        for start in (0..tokens).step_by(FEED_FORWARD_BLOCK_ROWS) {
+            let rows = attended.narrow(0, start, FEED_FORWARD_BLOCK_ROWS.min(tokens - start))?;
+            attended.slice_set(&self.feed_forward(&rows)?, 0, start)?;
+        }
+        Ok(attended)
+    }
+
+    /// `norm(gelu(x·W₁ᵀ + b₁)·W₂ᵀ + b₂ + x)` for rows `x` on the CPU, into new rows.
+    fn feed_forward(&self, attended: &Tensor) -> Result<Tensor> {
+        let inner = self.intermediate.product(attended)?;
+        kernels::bias_gelu_in_place(&inner, &self.intermediate.bias)?;
+        self.output.forward(&inner, attended)
+    }
 }
+
+/// Rows of a feed-forward block. Each block streams the layer's two weight matrices once, so
+/// fewer rows read them more often (bge-large's, 16 MiB in bf16, ran slower at 192 rows than
+/// whole); at 512 rows the intermediate product is 3 MiB for all-MiniLM-L6-v2 and 8 MiB for
+/// bge-large, and 512 to 1,024 rows ran alike (docs/PERFORMANCE.md).
+const FEED_FORWARD_BLOCK_ROWS: usize = 512;
 
 /// The attention context `[tokens, width]` of `qkv` `[tokens, 3 · width]` for `batch` texts
 /// padded to the same length.
@@ -548,7 +578,7 @@ mod tests {
     use candle_nn::{VarBuilder, VarMap};
     use candle_transformers::models::bert::{Config, HiddenAct};
 
-    use super::{Bert, Mask, Packing, padded_attention};
+    use super::{Bert, FEED_FORWARD_BLOCK_ROWS, Mask, Packing, padded_attention};
     use crate::attention::packed_attention;
     use crate::kernels::tests::max_difference;
     use crate::model::Pooling;
@@ -655,6 +685,25 @@ mod tests {
         let one_segment = model.embed(&texts, 0, Pooling::Cls).unwrap();
         assert!(max_difference(&packed, &one_segment) > 1e-3);
         assert!(model.embed_pairs(&texts, &segments[..1], 0).is_err());
+    }
+
+    /// A batch of more rows than a feed-forward block runs block by block, the blocks cutting
+    /// through texts, and gets the floats of the whole product; the caller's rows are
+    /// overwritten with the result.
+    #[test]
+    fn feed_forward_blocks_give_the_whole_products_floats() {
+        let model = small_bert(DType::F32);
+        let layer = &model.layers[0];
+        let rows = FEED_FORWARD_BLOCK_ROWS + 88;
+        let attended = Tensor::randn(0f32, 1.0, (rows, 32), &Device::Cpu).unwrap();
+        let whole = layer.feed_forward(&attended).unwrap();
+        let own = attended.copy().unwrap();
+        let blocked = layer.feed_forward_in_blocks(own.clone()).unwrap();
+        assert_eq!(blocked.dims(), [rows, 32]);
+        let values = |t: &Tensor| t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        assert_eq!(values(&blocked), values(&whole));
+        assert_eq!(values(&own), values(&whole), "written over the rows given");
+        assert!(max_difference(&whole, &attended) > 0.1);
     }
 
     /// The padded path (GPUs) gives every real token the context the packed path (CPU) gives it,
