@@ -7,9 +7,11 @@
 //! - the query, key and value projections are one product with their weights stacked;
 //! - on CPU the texts are packed, one row per real token and no padding, so that no product
 //!   spends time on padding; each text attends to its own tokens ([`crate::attention`]), and
-//!   biases, GELU, residuals and layer norms run in place ([`crate::kernels`]), and the
-//!   feed-forward half runs 512 rows at a time, so that its wide intermediate product stays in
-//!   the cache. On a GPU the texts are padded to the longest, with an additive mask.
+//!   biases, GELU, residuals and layer norms run in place ([`crate::kernels`]), and each layer
+//!   writes over its input, its attention half a group of whole texts at a time and its
+//!   feed-forward half 512 rows at a time, so that no product of the whole batch is made and
+//!   each block's stays in the cache. On a GPU the texts are padded to the longest, with an
+//!   additive mask.
 //!
 //! Weights load from the same safetensors names as `transformers`' `BertModel` (with or without
 //! a `bert.` prefix), and XLM-RoBERTa's (`roberta.`): the same encoder, its positions counted
@@ -235,9 +237,8 @@ impl Bert {
             }
         };
         let mut hidden = self.embedding_norm.forward(&embedded)?;
-        let attention = Attention::Packed(&lengths);
         for layer in &self.layers {
-            hidden = layer.forward(&hidden, &attention, self.heads, self.activation)?;
+            hidden = layer.forward_packed(hidden, &lengths, self.heads, self.activation)?;
         }
         let mut start = 0;
         let pooled = lengths
@@ -362,6 +363,35 @@ impl Layer {
         })
     }
 
+    /// [`Self::forward`] over packed rows (CPU). With the CPU kernels (f32, GELU) the layer runs
+    /// in place: its attention half a group of whole texts at a time, then its feed-forward half
+    /// a block of rows at a time ([`Self::feed_forward_in_blocks`]), each result written over
+    /// its rows of `hidden` (whose storage nothing else holds), which it returns. No product of
+    /// the whole batch is made: the query, key and value rows of a group and the intermediate
+    /// product of a block stay in the cache, and what the layer allocates is a block's size.
+    /// Texts attend within themselves and rows are otherwise independent, so the floats are
+    /// those of the whole batch at once.
+    fn forward_packed(
+        &self,
+        hidden: Tensor,
+        lengths: &[usize],
+        heads: usize,
+        activation: HiddenAct,
+    ) -> Result<Tensor> {
+        if activation != HiddenAct::Gelu || !uses_cpu_kernels(&hidden) {
+            return self.forward(&hidden, &Attention::Packed(lengths), heads, activation);
+        }
+        let mut start = 0;
+        for texts in text_groups(lengths, BLOCK_ROWS) {
+            let rows = hidden.narrow(0, start, texts.iter().sum())?;
+            let qkv = self.qkv.forward(&rows)?;
+            let context = attention::packed_attention(&qkv, texts, heads)?;
+            hidden.slice_set(&self.attention_out.forward(&context, &rows)?, 0, start)?;
+            start += rows.dim(0)?;
+        }
+        self.feed_forward_in_blocks(hidden)
+    }
+
     /// One post-norm transformer layer over `hidden` `[tokens, width]`, its rows laid out as
     /// `attention` says.
     fn forward(
@@ -396,11 +426,11 @@ impl Layer {
     /// the floats are those of the whole product.
     fn feed_forward_in_blocks(&self, attended: Tensor) -> Result<Tensor> {
         let (tokens, _) = attended.dims2()?;
-        if tokens <= FEED_FORWARD_BLOCK_ROWS {
+        if tokens <= BLOCK_ROWS {
             return self.feed_forward(&attended);
         }
-        for start in (0..tokens).step_by(FEED_FORWARD_BLOCK_ROWS) {
-            let rows = attended.narrow(0, start, FEED_FORWARD_BLOCK_ROWS.min(tokens - start))?;
+        for start in (0..tokens).step_by(BLOCK_ROWS) {
+            let rows = attended.narrow(0, start, BLOCK_ROWS.min(tokens - start))?;
             attended.slice_set(&self.feed_forward(&rows)?, 0, start)?;
         }
         Ok(attended)
@@ -414,11 +444,30 @@ impl Layer {
     }
 }
 
-/// Rows of a feed-forward block. Each block streams the layer's two weight matrices once, so
-/// fewer rows read them more often (bge-large's, 16 MiB in bf16, ran slower at 192 rows than
-/// whole); at 512 rows the intermediate product is 3 MiB for all-MiniLM-L6-v2 and 8 MiB for
-/// bge-large, and 512 to 1,024 rows ran alike (docs/PERFORMANCE.md).
-const FEED_FORWARD_BLOCK_ROWS: usize = 512;
+/// Rows of a feed-forward block, and most rows of a group of texts in the attention half. Each
+/// block streams the layer's two weight matrices once, so fewer rows read them more often
+/// (bge-large's, 16 MiB in bf16, ran slower at 192 rows than whole); at 512 rows the
+/// intermediate product is 3 MiB for all-MiniLM-L6-v2 and 8 MiB for bge-large, and 512 to 1,024
+/// rows ran alike (docs/PERFORMANCE.md).
+const BLOCK_ROWS: usize = 512;
+
+/// `lengths` cut into runs of consecutive texts of at most `rows` rows together (a longer text
+/// alone), in order.
+fn text_groups(lengths: &[usize], rows: usize) -> Vec<&[usize]> {
+    let mut groups = Vec::new();
+    let (mut first, mut taken) = (0, 0);
+    for (text, &length) in lengths.iter().enumerate() {
+        if text > first && taken + length > rows {
+            groups.push(&lengths[first..text]);
+            (first, taken) = (text, 0);
+        }
+        taken += length;
+    }
+    if first < lengths.len() {
+        groups.push(&lengths[first..]);
+    }
+    groups
+}
 
 /// The attention context `[tokens, width]` of `qkv` `[tokens, 3 · width]` for `batch` texts
 /// padded to the same length.
@@ -578,7 +627,7 @@ mod tests {
     use candle_nn::{VarBuilder, VarMap};
     use candle_transformers::models::bert::{Config, HiddenAct};
 
-    use super::{Bert, FEED_FORWARD_BLOCK_ROWS, Mask, Packing, padded_attention};
+    use super::{Attention, BLOCK_ROWS, Bert, Mask, Packing, padded_attention, text_groups};
     use crate::attention::packed_attention;
     use crate::kernels::tests::max_difference;
     use crate::model::Pooling;
@@ -694,7 +743,7 @@ mod tests {
     fn feed_forward_blocks_give_the_whole_products_floats() {
         let model = small_bert(DType::F32);
         let layer = &model.layers[0];
-        let rows = FEED_FORWARD_BLOCK_ROWS + 88;
+        let rows = BLOCK_ROWS + 88;
         let attended = Tensor::randn(0f32, 1.0, (rows, 32), &Device::Cpu).unwrap();
         let whole = layer.feed_forward(&attended).unwrap();
         let own = attended.copy().unwrap();
@@ -704,6 +753,34 @@ mod tests {
         assert_eq!(values(&blocked), values(&whole));
         assert_eq!(values(&own), values(&whole), "written over the rows given");
         assert!(max_difference(&whole, &attended) > 0.1);
+    }
+
+    /// The layer in place over packed rows (its attention half a group of whole texts at a time)
+    /// gives the floats of its attention over the whole batch at once.
+    #[test]
+    fn a_layer_in_place_gives_the_whole_batchs_floats() {
+        let model = small_bert(DType::F32);
+        let layer = &model.layers[1];
+        let lengths: Vec<usize> = (0..80).map(|text| 1 + text * 7 % 16).collect();
+        let tokens = lengths.iter().sum();
+        assert!(tokens > BLOCK_ROWS, "{tokens} rows, more than a group");
+        let hidden = Tensor::randn(0f32, 1.0, (tokens, 32), &Device::Cpu).unwrap();
+        let whole = layer
+            .forward(&hidden, &Attention::Packed(&lengths), 4, HiddenAct::Gelu)
+            .unwrap();
+        let in_place = layer
+            .forward_packed(hidden.copy().unwrap(), &lengths, 4, HiddenAct::Gelu)
+            .unwrap();
+        let values = |t: &Tensor| t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        assert_eq!(values(&in_place), values(&whole));
+        assert!(max_difference(&whole, &hidden) > 0.1);
+    }
+
+    #[test]
+    fn text_groups_take_whole_texts_up_to_the_rows() {
+        let groups = text_groups(&[3, 2, 4, 9, 1, 0, 1], 5);
+        assert_eq!(groups, [&[3, 2][..], &[4], &[9], &[1, 0, 1]]);
+        assert!(text_groups(&[], 5).is_empty());
     }
 
     /// The padded path (GPUs) gives every real token the context the packed path (CPU) gives it,
