@@ -421,9 +421,9 @@ impl Layer {
     /// The feed-forward half on the CPU (GELU), a block of rows at a time, each block's result
     /// written over its rows of `attended` (whose storage nothing else holds), which the layer
     /// then returns. The intermediate product is four times as wide as the hidden state: whole,
-    /// it takes tens of megabytes of fresh pages every layer and its GELU pass runs from memory;
-    /// a block of it stays in the cache from one product to the next. Rows are independent, so
-    /// the floats are those of the whole product.
+    /// it can take tens of megabytes of fresh pages every layer, and its GELU pass runs from
+    /// memory; a block of it stays in the cache from one product to the next. Rows are
+    /// independent, so the floats are those of the whole product.
     fn feed_forward_in_blocks(&self, attended: Tensor) -> Result<Tensor> {
         let (tokens, _) = attended.dims2()?;
         if tokens <= BLOCK_ROWS {
