@@ -384,9 +384,8 @@ impl Layer {
         let mut start = 0;
         for texts in text_groups(lengths, BLOCK_ROWS) {
             let rows = hidden.narrow(0, start, texts.iter().sum())?;
-            let qkv = self.qkv.forward(&rows)?;
-            let context = attention::packed_attention(&qkv, texts, heads)?;
-            hidden.slice_set(&self.attention_out.forward(&context, &rows)?, 0, start)?;
+            let attended = self.attention_half(&rows, &Attention::Packed(texts), heads)?;
+            hidden.slice_set(&attended, 0, start)?;
             start += rows.dim(0)?;
         }
         self.feed_forward_in_blocks(hidden)
@@ -401,12 +400,7 @@ impl Layer {
         heads: usize,
         activation: HiddenAct,
     ) -> Result<Tensor> {
-        let qkv = self.qkv.forward(hidden)?;
-        let context = match attention {
-            Attention::Packed(lengths) => attention::packed_attention(&qkv, lengths, heads)?,
-            Attention::Padded { batch, mask } => padded_attention(&qkv, *batch, heads, mask)?,
-        };
-        let attended = self.attention_out.forward(&context, hidden)?;
+        let attended = self.attention_half(hidden, attention, heads)?;
         if activation == HiddenAct::Gelu && uses_cpu_kernels(&attended) {
             return self.feed_forward_in_blocks(attended);
         }
@@ -416,6 +410,21 @@ impl Layer {
             HiddenAct::Relu => self.intermediate.forward(&attended)?.relu()?,
         };
         self.output.forward(&activated, &attended)
+    }
+
+    /// `norm(attention(x)·Wᵀ + b + x)` for rows `x` laid out as `attention` says, into new rows.
+    fn attention_half(
+        &self,
+        hidden: &Tensor,
+        attention: &Attention,
+        heads: usize,
+    ) -> Result<Tensor> {
+        let qkv = self.qkv.forward(hidden)?;
+        let context = match attention {
+            Attention::Packed(lengths) => attention::packed_attention(&qkv, lengths, heads)?,
+            Attention::Padded { batch, mask } => padded_attention(&qkv, *batch, heads, mask)?,
+        };
+        self.attention_out.forward(&context, hidden)
     }
 
     /// The feed-forward half on the CPU (GELU), a block of rows at a time, each block's result
