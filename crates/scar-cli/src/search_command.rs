@@ -7,7 +7,7 @@ use console::{Style, style};
 use scar_embed::ModelLocator;
 use scar_index::Index;
 use scar_policy::{NeighbourRecord, Outcome, Policy, Side};
-use scar_retrieve::{ChunkStore, Retriever, SearchReport};
+use scar_retrieve::{ChunkStore, FirstStage, Retriever, SearchReport};
 
 use crate::settings::{Settings, Source};
 use crate::terminal::inert;
@@ -65,6 +65,19 @@ fn print_report(report: &SearchReport, full: bool) -> Result<()> {
         ))
         .dim()
     );
+    let fuses = report.first_stage == FirstStage::Hybrid
+        || matches!(ledger.policy, Policy::Evidence { .. });
+    if fuses && ledger.lexical_weight < 1.0 {
+        outln!(
+            "{}",
+            style(format!(
+                "BM25's rank counts {:.1}%: the share of the question's words the index \
+                 holds",
+                100.0 * ledger.lexical_weight
+            ))
+            .dim()
+        );
+    }
     let place = |id| {
         report.place(id).map_or_else(
             || format!("chunk {id}"),

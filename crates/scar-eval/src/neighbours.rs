@@ -58,6 +58,10 @@ pub struct NeighbourRow {
     /// Its rank by BM25 over the whole index, from 1; `None` when it shares no word with the
     /// question.
     pub bm25_rank: Option<usize>,
+    /// How much the BM25 rank counts in the fused score: the share of the question the
+    /// index's words could read.
+    #[serde(default = "full_weight")]
+    pub lexical_weight: f32,
     /// Chunks in the index (or in the tests' documents, with `--scope document`).
     pub index_chunks: usize,
     /// The neighbour's rank by cos(q, chunk) among its own document's chunks, from 1.
@@ -88,8 +92,17 @@ impl NeighbourRow {
     #[must_use]
     pub fn fused(&self) -> f32 {
         let rank = |r: usize| u32::try_from(r).ok();
-        fused_score(rank(self.dense_rank), self.bm25_rank.and_then(rank))
+        fused_score(
+            rank(self.dense_rank),
+            self.bm25_rank.and_then(rank),
+            self.lexical_weight,
+        )
     }
+}
+
+/// The lexical weight of tables written before it was recorded, when both ranks counted alike.
+fn full_weight() -> f32 {
+    1.0
 }
 
 /// Words either side of a cut in the seam text.
@@ -220,6 +233,7 @@ pub(crate) fn rows(
                     bm25: bm(id),
                     dense_rank: dense_ranks.get(&id).copied().unwrap_or(scoped.len()),
                     bm25_rank: bm25_ranks.get(&id).copied(),
+                    lexical_weight: prepared.rankings.lexical_weight(),
                     index_chunks: scoped.len(),
                     doc_dense_rank: doc.dense.get(&id).copied().unwrap_or(doc.chunks),
                     doc_bm25_rank: doc.lexical.get(&id).copied(),

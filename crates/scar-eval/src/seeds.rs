@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use scar_core::{ChunkId, dot};
 use scar_index::Index;
-use scar_policy::{Side, fused_score};
+use scar_policy::Side;
 use scar_retrieve::{Candidate, ChunkStore, FirstStage, Prepared, Rerank, Retriever};
 use serde::{Deserialize, Serialize};
 
@@ -114,7 +114,7 @@ pub(crate) fn rows<S: ChunkStore>(
                 useful_neighbours,
                 first_stage_score: seed.score,
                 query_cos: dot(&prepared.embedding, index.embedding(seed.id)),
-                fused: fused_score(rankings.dense_rank(seed.id), rankings.lexical_rank(seed.id)),
+                fused: rankings.fused(seed.id),
                 judges: scores
                     .iter()
                     .map(|(name, judged)| (name.clone(), judged[at]))

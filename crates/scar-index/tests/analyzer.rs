@@ -61,6 +61,16 @@ fn questions_in_japanese_and_hindi_find_their_chunks() {
     assert!(best(&index, "अनुबंध समाप्त करने से पहले कितने दिन की सूचना?").contains("तीस दिन"));
     assert!(best(&index, "बकाया शुल्क का भुगतान कब होगा?").contains("बकाया"));
     assert!(best(&index, "what does a kayak crossing cost").contains("Kayaks"));
+
+    // What BM25 can read of a question: each distinct word's chunks, none for a word of a
+    // language no document is written in.
+    assert_eq!(index.word_counts("Kayaks kayaks नौका").unwrap(), [1, 0]);
+    let holding = index.word_counts("料金は").unwrap();
+    assert!(
+        !holding.is_empty() && holding.iter().all(|&n| n >= 1),
+        "{holding:?}"
+    );
+    assert_eq!(index.word_counts("?!").unwrap(), Vec::<u64>::new());
 }
 
 #[test]

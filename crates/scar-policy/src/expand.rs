@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     ChunkSource, Ledger, NeighbourRecord, Options, Outcome, ParentScope, Policy, PolicyError,
-    Rankings, Result, SeedRecord, Side, VectorProblem, fused_score,
+    Rankings, Result, SeedRecord, Side, VectorProblem,
 };
 
 /// A first-stage hit; its rank is its place in the seed list, from 1.
@@ -82,6 +82,7 @@ pub fn expand<S: ChunkSource + ?Sized>(
         seeds: records,
         context,
         context_tokens,
+        lexical_weight: rankings.lexical_weight(),
     })
 }
 
@@ -227,7 +228,7 @@ impl<S: ChunkSource + ?Sized> Expander<'_, S> {
             }
             Policy::Evidence { depth, window } => {
                 let rank = self.rankings.evidence_rank(depth, self.seed_count);
-                let bar = fused_score(Some(rank), Some(rank));
+                let bar = self.rankings.fused_ranks(Some(rank), Some(rank));
                 record.bar = Some(bar);
                 record.bar_rank = Some(rank);
                 [Walk::gated(window, Gate::Evidence { bar }); 2]
@@ -306,9 +307,10 @@ impl<S: ChunkSource + ?Sized> Expander<'_, S> {
             let (score, bar) = match plan.gate {
                 None => (None, None),
                 Some(Gate::Scar { lambda, bar }) => (Some(query_cos - lambda * penalty), Some(bar)),
-                Some(Gate::Evidence { bar }) => {
-                    (Some(fused_score(dense_rank, lexical_rank)), Some(bar))
-                }
+                Some(Gate::Evidence { bar }) => (
+                    Some(self.rankings.fused_ranks(dense_rank, lexical_rank)),
+                    Some(bar),
+                ),
             };
             // A chunk already in the context passes: the walk goes on through it.
             let outcome = if self.in_context.contains(&id) {

@@ -20,6 +20,15 @@ pub struct Ledger {
     pub context: Vec<ChunkId>,
     /// The sum of the context chunks' token counts.
     pub context_tokens: usize,
+    /// How much BM25's rank counted in the evidence walk's scores and bars, from 0 to 1: the
+    /// share of the question its words could read ([`crate::Rankings::lexical_weight`]).
+    #[serde(default = "full_weight")]
+    pub lexical_weight: f32,
+}
+
+/// The lexical weight of ledgers written before it was recorded, when both lists counted alike.
+fn full_weight() -> f32 {
+    1.0
 }
 
 impl Ledger {
@@ -62,7 +71,7 @@ pub struct SeedRecord {
     /// walk's fused score of a chunk ranked at the depth in both lists; `None` for the baselines.
     pub bar: Option<f32>,
     /// The evidence walk's D, the rank in both lists whose fused score is the bar,
-    /// 2 / (60 + D); `None` for the other policies.
+    /// (1 + w) / (60 + D) for the lexical weight w; `None` for the other policies.
     #[serde(default)]
     pub bar_rank: Option<u32>,
     /// The scope a [`Policy::Parent`] or [`Policy::Section`] expanded to; `None` for others.
@@ -118,7 +127,7 @@ pub struct NeighbourRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lexical_rank: Option<u32>,
     /// The rule's score: SCAR's S = cos(q, n) − λ·b, or the evidence walk's fused rank score
-    /// Σ 1/(60 + rank); `None` for the baselines.
+    /// Σ weight/(60 + rank); `None` for the baselines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score: Option<f32>,
     /// The seed's bar; `None` for the baselines.

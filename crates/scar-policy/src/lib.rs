@@ -17,9 +17,12 @@
 //! already found `n` worth reading, had it been asked for `depth` times as many seeds:
 //! - signals: `n`'s rank by dense similarity and by BM25 among the question's candidates
 //!   ([`Rankings`], each list from 1 to the depth the first stage looked);
-//! - score: the reciprocal rank fusion of the two, `1/(60 + dense rank) + 1/(60 + BM25 rank)`
-//!   (a list that did not reach `n` adds nothing), with equal weights;
-//! - bar: the score of a chunk ranked `D` in both lists, `2/(60 + D)`, where
+//! - score: the reciprocal rank fusion of the two, `1/(60 + dense rank) + w/(60 + BM25 rank)`
+//!   (a list that did not reach `n` adds nothing), where `w`, BM25's weight, is the share of
+//!   the question's distinct words BM25 could read (1 when the documents hold every
+//!   word of the question; near 0 for a question in another language, which shares a name with
+//!   them at most; [`Rankings::with_lexical_weight`]);
+//! - bar: the score of a chunk ranked `D` in both lists, `(1 + w)/(60 + D)`, where
 //!   `D = depth × seeds`, but at most half the chunks searched (in a small collection a
 //!   neighbour must still beat the median chunk; [`Rankings::evidence_rank`]);
 //! - `n` is accepted iff score > bar; the margin is score − bar.

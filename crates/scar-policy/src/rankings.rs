@@ -9,24 +9,31 @@ use scar_core::ChunkId;
 pub const RRF_K: f32 = 60.0;
 
 /// The fused score of a chunk ranked `dense` and `lexical` (from 1; `None` where the list did not
-/// reach it): `Σ 1 / (RRF_K + rank)` over the lists that hold it.
+/// reach it): `Σ weight / (RRF_K + rank)` over the lists that hold it, the dense list's weight
+/// 1 and the lexical list's `lexical_weight`.
 #[must_use]
-pub fn fused_score(dense: Option<u32>, lexical: Option<u32>) -> f32 {
-    [dense, lexical]
+pub fn fused_score(dense: Option<u32>, lexical: Option<u32>, lexical_weight: f32) -> f32 {
+    [(dense, 1.0), (lexical, lexical_weight)]
         .into_iter()
-        .flatten()
-        .map(|rank| 1.0 / (RRF_K + rank as f32))
+        .filter_map(|(rank, weight)| rank.map(|rank| weight / (RRF_K + rank as f32)))
         .sum()
 }
 
 /// The question's dense and lexical (BM25) rankings of the chunks it searched, best first, each
-/// to the depth the first stage looked.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// to the depth the first stage looked, and how much the lexical one's vote counts.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Rankings {
     dense: HashMap<ChunkId, u32>,
     lexical: HashMap<ChunkId, u32>,
     depth: usize,
     scope: usize,
+    lexical_weight: f32,
+}
+
+impl Default for Rankings {
+    fn default() -> Self {
+        Self::new([], [], 0, 0)
+    }
 }
 
 impl Rankings {
@@ -51,7 +58,25 @@ impl Rankings {
             lexical: ranks(&mut lexical.into_iter()),
             depth,
             scope,
+            lexical_weight: 1.0,
         }
+    }
+
+    /// The same rankings with the lexical list's vote weighed by `weight`, from 0 to 1 (1 when
+    /// not set): the share of the question BM25 could read, so that a ranking ordered by a name
+    /// the question shares with documents in another language counts for that share.
+    #[must_use]
+    pub fn with_lexical_weight(self, weight: f32) -> Self {
+        Self {
+            lexical_weight: weight.clamp(0.0, 1.0),
+            ..self
+        }
+    }
+
+    /// How much the lexical list's vote counts, from 0 to 1.
+    #[must_use]
+    pub fn lexical_weight(&self) -> f32 {
+        self.lexical_weight
     }
 
     /// The rank a chunk must beat in both lists, on average, to count as evidence when the first
@@ -80,7 +105,14 @@ impl Rankings {
     /// [`fused_score`] of `id`.
     #[must_use]
     pub fn fused(&self, id: ChunkId) -> f32 {
-        fused_score(self.dense_rank(id), self.lexical_rank(id))
+        self.fused_ranks(self.dense_rank(id), self.lexical_rank(id))
+    }
+
+    /// [`fused_score`] of a chunk ranked `dense` and `lexical`, with these rankings' lexical
+    /// weight.
+    #[must_use]
+    pub fn fused_ranks(&self, dense: Option<u32>, lexical: Option<u32>) -> f32 {
+        fused_score(dense, lexical, self.lexical_weight)
     }
 
     /// How deep each list goes.
@@ -127,7 +159,25 @@ mod tests {
         assert!((rankings.fused(ChunkId(2)) - (1.0 / 62.0 + 1.0 / 61.0)).abs() < 1e-7);
         assert!((rankings.fused(ChunkId(1)) - 1.0 / 61.0).abs() < 1e-7);
         // Nothing added to nothing is exactly zero.
-        assert!(rankings.fused(ChunkId(5)) == 0.0 && fused_score(None, None) == 0.0);
+        assert!(rankings.fused(ChunkId(5)) == 0.0 && fused_score(None, None, 1.0) == 0.0);
+    }
+
+    #[test]
+    fn the_lexical_vote_counts_for_its_weight() {
+        let ids = |list: &[u32]| list.iter().map(|&i| ChunkId(i)).collect::<Vec<_>>();
+        let rankings = Rankings::new(ids(&[1, 2]), ids(&[2]), 10, 100).with_lexical_weight(0.25);
+        assert!((rankings.fused(ChunkId(2)) - (1.0 / 62.0 + 0.25 / 61.0)).abs() < 1e-7);
+        assert!((rankings.fused(ChunkId(1)) - 1.0 / 61.0).abs() < 1e-7);
+        // Weighed at 0, a chunk only BM25 found scores nothing: dense ranks alone decide.
+        let unread = Rankings::new(ids(&[1]), ids(&[3]), 10, 100).with_lexical_weight(0.0);
+        assert!(unread.fused(ChunkId(3)) == 0.0);
+        assert!(unread.fused_ranks(Some(4), Some(4)) == 1.0 / 64.0);
+        // A weight out of range is held to it; none set is 1.
+        assert_eq!(
+            unread.clone().with_lexical_weight(7.0).lexical_weight(),
+            1.0
+        );
+        assert_eq!(Rankings::default().lexical_weight(), 1.0);
     }
 
     #[test]

@@ -300,7 +300,12 @@ fn measure(
     if wanted("bm25") {
         let (folder_bm25, folder_hits) = folder_bm25(&data.texts, &words)?;
         let (store_bm25, store_hits) = timed(&words, |q| {
-            in_folder_ids(store.lexical_ranking(q, DEPTH, None).unwrap_or_default())
+            in_folder_ids(
+                store
+                    .lexical_ranking(q, DEPTH, None)
+                    .map(|ranking| ranking.hits)
+                    .unwrap_or_default(),
+            )
         });
         // The store's BM25 is exact (scar-postgres's tests score every chunk against it), so the
         // folder's top 10 is read against it: tantivy keeps each chunk's length in one byte.

@@ -39,22 +39,31 @@ impl Term {
     }
 }
 
-/// The words of `question` the store holds, with their weights among `chunks` chunks.
-pub(crate) fn terms(
+/// The distinct words of `question`, each with how many of the store's chunks hold it (0 for
+/// a word none holds).
+pub(crate) fn word_counts(
     transaction: &mut Transaction<'_>,
     question: &str,
-    chunks: f64,
-) -> Result<Vec<Term>, postgres::Error> {
+) -> Result<Vec<(String, i64)>, postgres::Error> {
     Ok(transaction
         .query(
-            "SELECT s.lexeme, s.chunks::float8 \
+            "SELECT q.lexeme, coalesce(s.chunks, 0)::int8 \
              FROM unnest(tsvector_to_array(to_tsvector('simple', $1))) q(lexeme) \
-             JOIN scar_terms s ON s.lexeme = q.lexeme WHERE s.chunks > 0",
+             LEFT JOIN scar_terms s ON s.lexeme = q.lexeme",
             &[&question],
         )?
         .iter()
-        .map(|row| Term::new(row.get(0), row.get(1), chunks))
+        .map(|row| (row.get(0), row.get(1)))
         .collect())
+}
+
+/// The words of `counts` the store holds, with their weights among `chunks` chunks.
+pub(crate) fn terms(counts: &[(String, i64)], chunks: f64) -> Vec<Term> {
+    counts
+        .iter()
+        .filter(|(_, holding)| *holding > 0)
+        .map(|(lexeme, holding)| Term::new(lexeme.clone(), *holding as f64, chunks))
+        .collect()
 }
 
 /// The next word whose chunks must be read, or `None` when every chunk that can still reach

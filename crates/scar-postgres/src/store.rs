@@ -11,7 +11,7 @@ use scar_core::{ChunkId, Position, SeamKind, Side};
 use scar_embed::ModelInfo;
 use scar_index::{Analyzer, ChunkerConfig, HnswParams};
 use scar_policy::ChunkSource;
-use scar_retrieve::{ChunkStore, StoredChunk, StoredDocument};
+use scar_retrieve::{ChunkStore, LexicalRanking, StoredChunk, StoredDocument};
 
 use crate::schema::Meta;
 use crate::{Result, StoreError, bm25, redacted, schema};
@@ -431,25 +431,33 @@ impl ChunkStore for PgStore {
         query: &str,
         depth: usize,
         among: Option<&[ChunkId]>,
-    ) -> scar_retrieve::Result<Vec<(ChunkId, f32)>> {
+    ) -> scar_retrieve::Result<LexicalRanking> {
         // The question's words, cut as the stored words were.
         let words = self.meta.analyzer.words(query).join(" ");
         let Counted {
             chunks, mean_words, ..
         } = self.counts();
-        let (chunks, mean_words) = (chunks as f64, mean_words.max(1.0));
+        let mean_words = mean_words.max(1.0);
         let among = among.map(ids);
-        let hits = self.in_snapshot(|transaction| {
-            let terms = bm25::terms(transaction, &words, chunks)?;
-            match &among {
+        let (counts, hits) = self.in_snapshot(|transaction| {
+            let counts = bm25::word_counts(transaction, &words)?;
+            let terms = bm25::terms(&counts, chunks as f64);
+            let hits = match &among {
                 None => bm25::ranking(transaction, &terms, mean_words, depth),
                 Some(among) => bm25::ranking_among(transaction, &terms, mean_words, depth, among),
-            }
+            }?;
+            Ok((counts, hits))
         })?;
-        Ok(hits
-            .into_iter()
-            .map(|(id, score)| (chunk_id(id), score as f32))
-            .collect())
+        Ok(LexicalRanking {
+            hits: hits
+                .into_iter()
+                .map(|(id, score)| (chunk_id(id), score as f32))
+                .collect(),
+            holding: counts
+                .iter()
+                .map(|&(_, holding)| holding.max(0) as u64)
+                .collect(),
+        })
     }
 
     fn chunk(&self, id: ChunkId) -> scar_retrieve::Result<Option<StoredChunk>> {

@@ -400,6 +400,7 @@ fn bm25_reads_only_the_words_it_needs_and_ranks_as_scoring_every_chunk_does() {
     };
     publish_example(&url);
     let store = PgStore::open(&url).unwrap();
+    let folder = Index::open(example_index()).unwrap();
     let some: Vec<ChunkId> = store
         .dense_ranking(&vec![0.05; store.model().dimension], 12, None)
         .unwrap()
@@ -420,13 +421,25 @@ fn bm25_reads_only_the_words_it_needs_and_ranks_as_scoring_every_chunk_does() {
             let what = format!("{question:?} to depth {depth}");
             let found = store.lexical_ranking(question, depth, None).unwrap();
             assert_same_ranking(
-                &found,
+                &found.hits,
                 &bm25_of_every_chunk(&url, question, depth, None),
                 &what,
             );
             let found = store.lexical_ranking(question, depth, Some(&some)).unwrap();
             let expected = bm25_of_every_chunk(&url, question, depth, Some(&some));
-            assert_same_ranking(&found, &expected, &format!("{what} among {some:?}"));
+            assert_same_ranking(&found.hits, &expected, &format!("{what} among {some:?}"));
+        }
+        // The share of the question BM25 reads, from the same counts as the folder index's.
+        let reach = store.lexical_ranking(question, 1, None).unwrap().reach();
+        let in_folder = folder.lexical_ranking(question, 1, None).unwrap().reach();
+        assert!(
+            (reach - in_folder).abs() < 1e-6,
+            "{question:?}: {reach} {in_folder}"
+        );
+        match question {
+            "" | "xylophone" => assert_eq!(reach, 0.0),
+            "the of and a to in is" => assert_eq!(reach, 1.0),
+            _ => assert!(reach > 0.0 && reach <= 1.0, "{question:?}: {reach}"),
         }
     }
 }
@@ -728,7 +741,13 @@ fn an_older_store_is_upgraded_by_its_next_writer_and_another_chunker_refused() {
         )
         .unwrap();
     assert_eq!((row.get::<_, i64>(0) > 0, row.get::<_, i64>(1)), (true, 0));
-    assert!(!store.lexical_ranking("booked", 5, None).unwrap().is_empty());
+    assert!(
+        !store
+            .lexical_ranking("booked", 5, None)
+            .unwrap()
+            .hits
+            .is_empty()
+    );
     assert_eq!(
         summary.chunker,
         Index::open(example_index()).unwrap().manifest().chunker
@@ -753,6 +772,7 @@ fn an_older_store_is_upgraded_by_its_next_writer_and_another_chunker_refused() {
             .unwrap()
             .lexical_ranking("booked", 5, None)
             .unwrap()
+            .hits
             .is_empty()
     );
 

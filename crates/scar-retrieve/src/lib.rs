@@ -49,7 +49,7 @@ pub use neighbourhood::{Neighbourhood, ReadChunk, SeedDocument};
 pub use report::{ChunkPlace, ContextChunk, SCHEMA_VERSION, SearchReport, Timings};
 pub use rerank::{Candidate, Rerank};
 pub use sentences::BestSentence;
-pub use store::{ChunkStore, StoredChunk, StoredDocument};
+pub use store::{ChunkStore, LexicalRanking, StoredChunk, StoredDocument};
 
 /// Seeds per question unless asked otherwise.
 pub const DEFAULT_K: usize = 5;
@@ -284,7 +284,10 @@ impl<S: ChunkStore> Retriever<S> {
         // not for room for billions.
         let depth = k.saturating_mul(RANKING_DEPTH_PER_SEED).min(scope);
         let dense = self.store.dense_ranking(&embedding, depth, among)?;
-        let lexical = self.store.lexical_ranking(query, depth, among)?;
+        let lexical_ranking = self.store.lexical_ranking(query, depth, among)?;
+        // BM25's vote counts for the share of the question its words could read.
+        let lexical_weight = lexical_ranking.reach();
+        let lexical = lexical_ranking.hits;
         // The seeds, and a reranker, see the lists to the first stage's own depth, not the
         // rankings' deeper one.
         let count = candidate_count(k);
@@ -292,7 +295,9 @@ impl<S: ChunkStore> Retriever<S> {
         let mut best = match first_stage {
             FirstStage::Dense => cut(&dense),
             FirstStage::Bm25 => cut(&lexical),
-            FirstStage::Hybrid => reciprocal_rank_fusion(&[cut(&dense), cut(&lexical)]),
+            FirstStage::Hybrid => {
+                reciprocal_rank_fusion(&[(cut(&dense), 1.0), (cut(&lexical), lexical_weight)])
+            }
         };
         best.truncate(count);
         let mut candidates: Vec<Candidate> = best
@@ -310,7 +315,8 @@ impl<S: ChunkStore> Retriever<S> {
             lexical.iter().map(|(id, _)| *id),
             depth,
             scope,
-        );
+        )
+        .with_lexical_weight(lexical_weight);
         let first_stage_time = started.elapsed();
         let seeds = candidates
             .into_iter()
@@ -443,13 +449,14 @@ fn candidate_count(k: usize) -> usize {
     k.saturating_mul(4).max(50)
 }
 
-/// Fuses ranked lists: each item scores Σ 1 / (60 + rank) over the lists it appears in (the
-/// same fusion the evidence walk scores neighbours with, [`scar_policy::fused_score`]).
-fn reciprocal_rank_fusion(lists: &[Vec<(ChunkId, f32)>]) -> Vec<(ChunkId, f32)> {
+/// Fuses ranked lists, each with its weight: an item scores Σ weight / (60 + rank) over the
+/// lists it appears in (the same fusion the evidence walk scores neighbours with,
+/// [`scar_policy::fused_score`]).
+fn reciprocal_rank_fusion(lists: &[(Vec<(ChunkId, f32)>, f32)]) -> Vec<(ChunkId, f32)> {
     let mut scores: HashMap<ChunkId, f32> = HashMap::new();
-    for list in lists {
+    for (list, weight) in lists {
         for (rank, (id, _)) in list.iter().enumerate() {
-            *scores.entry(*id).or_default() += 1.0 / (RRF_K + rank as f32 + 1.0);
+            *scores.entry(*id).or_default() += weight / (RRF_K + rank as f32 + 1.0);
         }
     }
     let mut fused: Vec<(ChunkId, f32)> = scores.into_iter().collect();
@@ -465,11 +472,26 @@ mod tests {
     fn fusion_rewards_agreement_and_breaks_ties_by_id() {
         let dense = vec![(ChunkId(1), 0.9), (ChunkId(2), 0.8), (ChunkId(3), 0.7)];
         let bm25 = vec![(ChunkId(3), 12.0), (ChunkId(1), 9.0), (ChunkId(4), 1.0)];
-        let fused = reciprocal_rank_fusion(&[dense, bm25]);
+        let fused = reciprocal_rank_fusion(&[(dense, 1.0), (bm25, 1.0)]);
         let order: Vec<u32> = fused.iter().map(|(id, _)| id.0).collect();
         // 1: 1/61 + 1/62; 3: 1/63 + 1/61; 2: 1/62; 4: 1/63.
         assert_eq!(order, vec![1, 3, 2, 4]);
         assert!((fused[0].1 - (1.0 / 61.0 + 1.0 / 62.0)).abs() < 1e-7);
+    }
+
+    #[test]
+    fn a_list_counts_for_its_weight() {
+        let dense = vec![(ChunkId(1), 0.9), (ChunkId(2), 0.8), (ChunkId(3), 0.7)];
+        let bm25 = vec![(ChunkId(3), 12.0), (ChunkId(4), 9.0)];
+        let order = |weight| -> Vec<u32> {
+            reciprocal_rank_fusion(&[(dense.clone(), 1.0), (bm25.clone(), weight)])
+                .iter()
+                .map(|(id, _)| id.0)
+                .collect()
+        };
+        assert_eq!(order(1.0), vec![3, 1, 2, 4]);
+        // A vote that counts for nothing leaves dense's order.
+        assert_eq!(order(0.0), vec![1, 2, 3, 4]);
     }
 
     #[test]

@@ -10,6 +10,33 @@ use scar_policy::{ChunkSource, PolicyError, Side};
 
 use crate::{Result, RetrieveError};
 
+/// What BM25 found for a question: its ranking, and how many stored chunks hold each of the
+/// question's words, which tells how much of the question the ranking could read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LexicalRanking {
+    /// Chunks, best first, with their scores.
+    pub hits: Vec<(ChunkId, f32)>,
+    /// How many stored chunks hold each distinct word of the question.
+    pub holding: Vec<u64>,
+}
+
+impl LexicalRanking {
+    /// The share of the question's distinct words that some stored chunk holds: what BM25
+    /// could read of it. A question asked in another language than the documents shares a
+    /// name or a number with them at best, and its ranking, ordered by those alone, reads a
+    /// small share of it. Each word counts once, whatever its weight in BM25: in a small
+    /// folder a common word ("my") can be missing, and BM25's idf would make it weigh as much
+    /// as the rarest. 0 for a question without words.
+    #[must_use]
+    pub fn reach(&self) -> f32 {
+        if self.holding.is_empty() {
+            return 0.0;
+        }
+        let held = self.holding.iter().filter(|&&n| n > 0).count();
+        held as f32 / self.holding.len() as f32
+    }
+}
+
 /// What a retriever reads from the chunks it searches: the first stage's two rankings, each
 /// chunk as a report shows it, and the chunks as the policy walks them. The folder [`Index`] is
 /// one store; a database server can be another, and the retriever decides the same over both
@@ -43,14 +70,15 @@ pub trait ChunkStore: Send + Sync + std::fmt::Debug {
         among: Option<&[ChunkId]>,
     ) -> Result<Vec<(ChunkId, f32)>>;
     /// The `depth` chunks (of `among` only, when given) that match `query`'s words best, best
-    /// first. The policies read ranks, never these scores, so another lexical scoring changes
-    /// which chunks rank where, not what a rank means.
+    /// first, with how many stored chunks hold each of its words. The policies read ranks, never
+    /// these scores, so another lexical scoring changes which chunks rank where, not what a rank
+    /// means.
     fn lexical_ranking(
         &self,
         query: &str,
         depth: usize,
         among: Option<&[ChunkId]>,
-    ) -> Result<Vec<(ChunkId, f32)>>;
+    ) -> Result<LexicalRanking>;
     /// Chunk `id` with what a reader needs to cite it, or `None` for an id not stored.
     fn chunk(&self, id: ChunkId) -> Result<Option<StoredChunk>>;
     /// Chunk `id`, which this store's own search handed out.
@@ -174,7 +202,7 @@ macro_rules! forward_chunk_store {
             query: &str,
             depth: usize,
             among: Option<&[ChunkId]>,
-        ) -> Result<Vec<(ChunkId, f32)>> {
+        ) -> Result<LexicalRanking> {
             (**self).lexical_ranking(query, depth, among)
         }
         fn chunk(&self, id: ChunkId) -> Result<Option<StoredChunk>> {
@@ -254,11 +282,13 @@ impl ChunkStore for Index {
         query: &str,
         depth: usize,
         among: Option<&[ChunkId]>,
-    ) -> Result<Vec<(ChunkId, f32)>> {
-        Ok(match among {
+    ) -> Result<LexicalRanking> {
+        let hits = match among {
             None => self.bm25_search(query, depth)?,
             Some(chunks) => self.bm25_search_among(query, &rows(chunks), depth)?,
-        })
+        };
+        let holding = self.word_counts(query)?;
+        Ok(LexicalRanking { hits, holding })
     }
 
     fn chunk(&self, id: ChunkId) -> Result<Option<StoredChunk>> {
@@ -334,5 +364,27 @@ impl ChunkSource for IndexSource<'_> {
 
     fn section(&self, id: ChunkId) -> Option<u32> {
         self.0.chunk(id).and_then(|c| c.section)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LexicalRanking;
+
+    fn reach(holding: &[u64]) -> f32 {
+        LexicalRanking {
+            hits: Vec::new(),
+            holding: holding.to_vec(),
+        }
+        .reach()
+    }
+
+    #[test]
+    fn the_reach_is_the_share_of_the_questions_words_the_chunks_hold() {
+        assert_eq!(reach(&[29, 3, 1]), 1.0);
+        // A name half the chunks hold, with three words none holds.
+        assert_eq!(reach(&[29, 0, 0, 0]), 0.25);
+        assert_eq!(reach(&[0, 0]), 0.0);
+        assert_eq!(reach(&[]), 0.0);
     }
 }

@@ -306,3 +306,33 @@ fn the_sentence_judge_finds_the_chunk_that_says_the_fee() {
         .unwrap();
     assert!(best.contains("kayak"), "{best}");
 }
+
+#[test]
+fn bm25_counts_for_the_share_of_the_question_the_index_holds() {
+    let retriever = retriever();
+    let weight = |question| {
+        retriever
+            .prepare(question, FirstStage::Hybrid, 3)
+            .unwrap()
+            .rankings
+            .lexical_weight()
+    };
+    // The example documents hold every word of a question, or all but "what" and "my" of
+    // eleven.
+    assert_eq!(weight("kayak on the ferry crossing"), 1.0);
+    assert_eq!(weight(KAYAK), 9.0 / 11.0);
+    // Asked in Hindi, the question shares one word with them: BM25's ranking, ordered by that
+    // word alone, counts for its small share, in the seeds and in the evidence walk's bar.
+    let hindi = retriever
+        .prepare("ferry पर कयाक ले जाने का शुल्क क्या है?", FirstStage::Hybrid, 3)
+        .unwrap();
+    let weight = hindi.rankings.lexical_weight();
+    assert_eq!(weight, 1.0 / 9.0);
+    let report = retriever
+        .expand(&hindi, &Options::new(Policy::default()).unwrap())
+        .unwrap();
+    assert_eq!(report.ledger.lexical_weight, weight);
+    let seed = &report.ledger.seeds[0];
+    let depth = seed.bar_rank.unwrap() as f32;
+    assert!((seed.bar.unwrap() - (1.0 + weight) / (60.0 + depth)).abs() < 1e-7);
+}

@@ -8,7 +8,9 @@ use scar_core::{ChunkId, Position, SeamKind, Side, dot, norm};
 use scar_embed::ModelInfo;
 use scar_index::{ChunkerConfig, Index};
 use scar_policy::{ChunkSource, Options, Policy};
-use scar_retrieve::{ChunkStore, FirstStage, Result, Retriever, StoredChunk, StoredDocument};
+use scar_retrieve::{
+    ChunkStore, FirstStage, LexicalRanking, Result, Retriever, StoredChunk, StoredDocument,
+};
 use scar_test_support::{example_index, minilm};
 
 /// One chunk as the policy and a report see it.
@@ -156,7 +158,7 @@ impl ChunkStore for MemoryStore {
         query: &str,
         depth: usize,
         among: Option<&[ChunkId]>,
-    ) -> Result<Vec<(ChunkId, f32)>> {
+    ) -> Result<LexicalRanking> {
         self.lexical.lexical_ranking(query, depth, among)
     }
     fn chunk(&self, id: ChunkId) -> Result<Option<StoredChunk>> {

@@ -123,13 +123,16 @@ enum Rule {
 }
 
 /// What the evidence walk's D is made of: a chunk ranked D in both lists scores exactly the
-/// bar, 2/(60 + D), and D is depth × seeds within the better half of the chunks searched.
+/// bar, (1 + w)/(60 + D) for BM25's weight w, and D is depth × seeds within the better half of
+/// the chunks searched.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct BarDepth {
     depth: u32,
     seeds: usize,
     /// The chunks searched.
     scope: usize,
+    /// How much BM25's rank counts: the share of the question its words could read.
+    lexical_weight: f32,
 }
 
 impl Rule {
@@ -141,6 +144,7 @@ impl Rule {
                 depth,
                 seeds: prepared.seeds.len(),
                 scope: prepared.rankings.scope(),
+                lexical_weight: report.ledger.lexical_weight,
             }),
             Policy::TopK
             | Policy::StaticWindow { .. }
@@ -162,8 +166,8 @@ impl Rule {
     /// The gauge's full scale: a cosine of 1, or the fused score of a chunk first in both
     /// lists.
     fn scale(&self) -> f32 {
-        if self.is_evidence() {
-            fused_score(Some(1), Some(1))
+        if let Self::Evidence(depth) = self {
+            fused_score(Some(1), Some(1), depth.lexical_weight)
         } else {
             1.0
         }
@@ -187,13 +191,27 @@ impl Rule {
                 "bar = γ·max(cos(q, c), 0) = {gamma}·{:.6} = {bar:.6}",
                 seed.query_cos.max(0.0)
             ),
-            (Self::Evidence(depth), Some(rank)) => format!(
+            (Self::Evidence(depth), Some(rank)) if depth.lexical_weight == 1.0 => format!(
                 "bar = 2/({RRF_K} + D) = 2/({RRF_K} + {rank}) = {bar:.6}\n{}",
                 depth.derivation(rank)
+            ),
+            (Self::Evidence(depth), Some(rank)) => format!(
+                "bar = (1 + w)/({RRF_K} + D) = (1 + {:.4})/({RRF_K} + {rank}) = {bar:.6}\n{}\n{}",
+                depth.lexical_weight,
+                depth.derivation(rank),
+                weight_text(depth.lexical_weight)
             ),
             (Self::Evidence(_) | Self::Baseline, _) => format!("bar = {bar:.6}"),
         }
     }
+}
+
+/// What BM25's weight w is, for a question whose words the documents do not all hold.
+fn weight_text(weight: f32) -> String {
+    format!(
+        "w = {weight:.4}: the share of the question's words that the documents hold, \
+         BM25's vote"
+    )
 }
 
 impl BarDepth {
@@ -443,10 +461,22 @@ fn exact_scores(seed: &SeedRecord, n: &NeighbourRecord, rule: &Rule) -> String {
                 }
             }
             Rule::Evidence(_) | Rule::Baseline => {
-                let terms: Vec<String> = [n.dense_rank, n.lexical_rank]
+                let lexical_weight = match rule {
+                    Rule::Evidence(depth) => depth.lexical_weight,
+                    _ => 1.0,
+                };
+                let weight = |weight: f32| {
+                    if weight == 1.0 {
+                        "1".to_owned()
+                    } else {
+                        format!("{weight:.4}")
+                    }
+                };
+                let terms: Vec<String> = [(n.dense_rank, 1.0), (n.lexical_rank, lexical_weight)]
                     .into_iter()
-                    .flatten()
-                    .map(|rank| format!("1/({RRF_K} + {rank})"))
+                    .filter_map(|(rank, w)| {
+                        rank.map(|rank| format!("{}/({RRF_K} + {rank})", weight(w)))
+                    })
                     .collect();
                 let sum = if terms.is_empty() {
                     "0 (in neither list)".to_owned()
@@ -518,6 +548,7 @@ mod tests {
             depth: 10,
             seeds: 5,
             scope,
+            lexical_weight: 1.0,
         });
         let seed = SeedRecord {
             bar_rank: Some(rank),
@@ -561,6 +592,33 @@ mod tests {
             "D = 30: depth × seeds = 10 × 5 = 50, kept within the better half of the 60 chunks \
              searched"
         ));
+    }
+
+    #[test]
+    fn a_weighed_bm25_vote_is_spelled_out() {
+        let mut n = record(Outcome::Accepted);
+        n.lexical_rank = Some(31);
+        let (rule, seed) = evidence(2_000);
+        let Rule::Evidence(depth) = rule else {
+            unreachable!()
+        };
+        let rule = Rule::Evidence(BarDepth {
+            lexical_weight: 0.25,
+            ..depth
+        });
+        (n.score, n.bar, n.margin) = (
+            Some(1.0 / 72.0 + 0.25 / 91.0),
+            Some(1.25 / 110.0),
+            Some(1.0 / 72.0 + 0.25 / 91.0 - 1.25 / 110.0),
+        );
+        let text = exact_scores(&seed, &n, &rule);
+        assert!(
+            text.contains("score = 1/(60 + 12) + 0.2500/(60 + 31) = 0.016636"),
+            "{text}"
+        );
+        assert!(text.contains("bar = (1 + w)/(60 + D) = (1 + 0.2500)/(60 + 50) = 0.011364"));
+        assert!(text.contains("w = 0.2500: the share of the question's words"));
+        assert!((rule.scale() - 1.25 / 61.0).abs() < 1e-7);
     }
 
     #[test]

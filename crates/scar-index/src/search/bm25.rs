@@ -89,6 +89,30 @@ impl Index {
         Ok(hits)
     }
 
+    /// How many chunks hold each distinct word of `query`, as BM25 reads it, in the order the
+    /// words first come (chunks of documents removed since the text index last merged
+    /// included, as in BM25's own counts).
+    pub fn word_counts(&self, query: &str) -> Result<Vec<u64>> {
+        let TextIndex {
+            reader,
+            fields,
+            analyzer,
+            ..
+        } = self.text();
+        let searcher = reader.searcher();
+        let mut words = analyzer.words(query);
+        let mut seen = std::collections::HashSet::new();
+        words.retain(|word| seen.insert(word.clone()));
+        words
+            .iter()
+            .map(|word| {
+                searcher
+                    .doc_freq(&tantivy::Term::from_field_text(fields.text, word))
+                    .map_err(|e| read_error(self.dir(), e))
+            })
+            .collect()
+    }
+
     /// [`bm25_search`](Self::bm25_search) among the chunks in `rows` only.
     pub fn bm25_search_among(
         &self,
