@@ -121,3 +121,25 @@ fn an_index_made_before_the_analyzer_was_recorded_keeps_working() {
     assert_eq!(old.manifest().analyzer, Analyzer::LetterRuns);
     assert!(best(&old, "dogs deck").contains("Dogs"));
 }
+
+#[test]
+fn words_of_a_removed_document_are_no_longer_held() {
+    let docs = tempfile::tempdir().unwrap();
+    std::fs::write(docs.path().join("ferry.txt"), ENGLISH).unwrap();
+    std::fs::write(docs.path().join("keiyaku.txt"), JAPANESE).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let embedder = tiny_bert();
+    let roots = [docs.path().to_owned()];
+    index(dir.path(), &roots, &embedder, &IndexOptions::default());
+    let held = |question| {
+        Index::open(dir.path())
+            .unwrap()
+            .word_counts(question)
+            .unwrap()
+    };
+    assert_eq!(held("kayaks 精算"), [1, 1]);
+
+    std::fs::remove_file(docs.path().join("keiyaku.txt")).unwrap();
+    index(dir.path(), &roots, &embedder, &IndexOptions::default());
+    assert_eq!(held("kayaks 精算"), [1, 0]);
+}

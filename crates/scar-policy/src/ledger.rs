@@ -20,8 +20,9 @@ pub struct Ledger {
     pub context: Vec<ChunkId>,
     /// The sum of the context chunks' token counts.
     pub context_tokens: usize,
-    /// How much BM25's rank counted in the evidence walk's scores and bars, from 0 to 1: the
-    /// share of the question its words could read ([`crate::Rankings::lexical_weight`]).
+    /// How much BM25's rank counted in the hybrid first stage and the evidence walk's scores and
+    /// bars, from 0 to 1: the share of the question its words could read
+    /// ([`crate::Rankings::lexical_weight`]).
     #[serde(default = "full_weight")]
     pub lexical_weight: f32,
 }

@@ -63,10 +63,12 @@ impl Rankings {
     }
 
     /// The same rankings with the lexical list's vote weighed by `weight`, from 0 to 1 (1 when
-    /// not set): the share of the question BM25 could read, so that a ranking ordered by a name
-    /// the question shares with documents in another language counts for that share.
+    /// not set, or not a number): the share of the question BM25 could read, so that a ranking
+    /// ordered by a name the question shares with documents in another language counts for
+    /// that share.
     #[must_use]
     pub fn with_lexical_weight(self, weight: f32) -> Self {
+        let weight = if weight.is_nan() { 1.0 } else { weight };
         Self {
             lexical_weight: weight.clamp(0.0, 1.0),
             ..self
@@ -178,6 +180,7 @@ mod tests {
             1.0
         );
         assert_eq!(Rankings::default().lexical_weight(), 1.0);
+        assert_eq!(unread.with_lexical_weight(f32::NAN).lexical_weight(), 1.0);
     }
 
     #[test]

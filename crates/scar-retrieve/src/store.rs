@@ -12,11 +12,11 @@ use crate::{Result, RetrieveError};
 
 /// What BM25 found for a question: its ranking, and how many stored chunks hold each of the
 /// question's words, which tells how much of the question the ranking could read.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LexicalRanking {
     /// Chunks, best first, with their scores.
     pub hits: Vec<(ChunkId, f32)>,
-    /// How many stored chunks hold each distinct word of the question.
+    /// How many stored chunks hold each distinct word of the question, in no set order.
     pub holding: Vec<u64>,
 }
 

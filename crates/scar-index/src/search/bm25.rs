@@ -89,9 +89,8 @@ impl Index {
         Ok(hits)
     }
 
-    /// How many chunks hold each distinct word of `query`, as BM25 reads it, in the order the
-    /// words first come (chunks of documents removed since the text index last merged
-    /// included, as in BM25's own counts).
+    /// How many live chunks hold each distinct word of `query`, as BM25 reads it, in the order
+    /// the words first come.
     pub fn word_counts(&self, query: &str) -> Result<Vec<u64>> {
         let TextIndex {
             reader,
@@ -103,11 +102,17 @@ impl Index {
         let mut words = analyzer.words(query);
         let mut seen = std::collections::HashSet::new();
         words.retain(|word| seen.insert(word.clone()));
+        // Counted by a search, which skips the chunks of removed documents that the term
+        // dictionary still counts until its segments merge.
         words
             .iter()
             .map(|word| {
+                let term = tantivy::Term::from_field_text(fields.text, word);
+                let query =
+                    tantivy::query::TermQuery::new(term, tantivy::schema::IndexRecordOption::Basic);
                 searcher
-                    .doc_freq(&tantivy::Term::from_field_text(fields.text, word))
+                    .search(&query, &tantivy::collector::Count)
+                    .map(|count| count as u64)
                     .map_err(|e| read_error(self.dir(), e))
             })
             .collect()
