@@ -53,6 +53,20 @@ pub(crate) fn open_retriever(settings: &Settings) -> Result<Retriever<Box<dyn Ch
     Ok(retriever)
 }
 
+/// How much BM25's rank counted, when the search fused it and it counted for less than a full
+/// vote.
+fn lexical_weight_line(report: &SearchReport) -> Option<String> {
+    let ledger = &report.ledger;
+    let fuses = report.first_stage == FirstStage::Hybrid
+        || matches!(ledger.policy, Policy::Evidence { .. });
+    (fuses && ledger.lexical_weight < 1.0).then(|| {
+        format!(
+            "BM25's rank counts {:.1}%: the share of the question's words the index holds",
+            100.0 * ledger.lexical_weight
+        )
+    })
+}
+
 fn print_report(report: &SearchReport, full: bool) -> Result<()> {
     let ledger = &report.ledger;
     outln!(
@@ -65,18 +79,8 @@ fn print_report(report: &SearchReport, full: bool) -> Result<()> {
         ))
         .dim()
     );
-    let fuses = report.first_stage == FirstStage::Hybrid
-        || matches!(ledger.policy, Policy::Evidence { .. });
-    if fuses && ledger.lexical_weight < 1.0 {
-        outln!(
-            "{}",
-            style(format!(
-                "BM25's rank counts {:.1}%: the share of the question's words the index \
-                 holds",
-                100.0 * ledger.lexical_weight
-            ))
-            .dim()
-        );
+    if let Some(line) = lexical_weight_line(report) {
+        outln!("{}", style(line).dim());
     }
     let place = |id| {
         report.place(id).map_or_else(

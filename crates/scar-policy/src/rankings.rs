@@ -164,6 +164,8 @@ mod tests {
         assert!(rankings.fused(ChunkId(5)) == 0.0 && fused_score(None, None, 1.0) == 0.0);
     }
 
+    // Weights of 0 and 1 and a reciprocal of 64 are exact in binary.
+    #[allow(clippy::float_cmp)]
     #[test]
     fn the_lexical_vote_counts_for_its_weight() {
         let ids = |list: &[u32]| list.iter().map(|&i| ChunkId(i)).collect::<Vec<_>>();

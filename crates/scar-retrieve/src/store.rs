@@ -368,6 +368,8 @@ impl ChunkSource for IndexSource<'_> {
 }
 
 #[cfg(test)]
+// Shares of a few words are exact in binary.
+#[allow(clippy::float_cmp)]
 mod tests {
     use super::LexicalRanking;
 

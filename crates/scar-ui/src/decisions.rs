@@ -157,6 +157,15 @@ impl Rule {
         matches!(self, Self::Evidence(_))
     }
 
+    /// How much BM25's rank counts in the evidence walk's scores and bar; 1 for the rules
+    /// that read no rank.
+    fn lexical_weight(&self) -> f32 {
+        match self {
+            Self::Evidence(depth) => depth.lexical_weight,
+            Self::Scar { .. } | Self::Baseline => 1.0,
+        }
+    }
+
     /// Digits worth showing: SCAR's scores are cosines, the evidence walk's fused ranks, two
     /// orders smaller.
     fn digits(&self) -> usize {
@@ -166,8 +175,8 @@ impl Rule {
     /// The gauge's full scale: a cosine of 1, or the fused score of a chunk first in both
     /// lists.
     fn scale(&self) -> f32 {
-        if let Self::Evidence(depth) = self {
-            fused_score(Some(1), Some(1), depth.lexical_weight)
+        if self.is_evidence() {
+            fused_score(Some(1), Some(1), self.lexical_weight())
         } else {
             1.0
         }
@@ -191,15 +200,15 @@ impl Rule {
                 "bar = γ·max(cos(q, c), 0) = {gamma}·{:.6} = {bar:.6}",
                 seed.query_cos.max(0.0)
             ),
-            (Self::Evidence(depth), Some(rank)) if depth.lexical_weight == 1.0 => format!(
-                "bar = 2/({RRF_K} + D) = 2/({RRF_K} + {rank}) = {bar:.6}\n{}",
-                depth.derivation(rank)
-            ),
-            (Self::Evidence(depth), Some(rank)) => format!(
+            (Self::Evidence(depth), Some(rank)) if depth.lexical_weight < 1.0 => format!(
                 "bar = (1 + w)/({RRF_K} + D) = (1 + {:.4})/({RRF_K} + {rank}) = {bar:.6}\n{}\n{}",
                 depth.lexical_weight,
                 depth.derivation(rank),
                 weight_text(depth.lexical_weight)
+            ),
+            (Self::Evidence(depth), Some(rank)) => format!(
+                "bar = 2/({RRF_K} + D) = 2/({RRF_K} + {rank}) = {bar:.6}\n{}",
+                depth.derivation(rank)
             ),
             (Self::Evidence(_) | Self::Baseline, _) => format!("bar = {bar:.6}"),
         }
@@ -461,23 +470,20 @@ fn exact_scores(seed: &SeedRecord, n: &NeighbourRecord, rule: &Rule) -> String {
                 }
             }
             Rule::Evidence(_) | Rule::Baseline => {
-                let lexical_weight = match rule {
-                    Rule::Evidence(depth) => depth.lexical_weight,
-                    _ => 1.0,
-                };
                 let weight = |weight: f32| {
-                    if weight == 1.0 {
-                        "1".to_owned()
-                    } else {
+                    if weight < 1.0 {
                         format!("{weight:.4}")
+                    } else {
+                        "1".to_owned()
                     }
                 };
-                let terms: Vec<String> = [(n.dense_rank, 1.0), (n.lexical_rank, lexical_weight)]
-                    .into_iter()
-                    .filter_map(|(rank, w)| {
-                        rank.map(|rank| format!("{}/({RRF_K} + {rank})", weight(w)))
-                    })
-                    .collect();
+                let terms: Vec<String> =
+                    [(n.dense_rank, 1.0), (n.lexical_rank, rule.lexical_weight())]
+                        .into_iter()
+                        .filter_map(|(rank, w)| {
+                            rank.map(|rank| format!("{}/({RRF_K} + {rank})", weight(w)))
+                        })
+                        .collect();
                 let sum = if terms.is_empty() {
                     "0 (in neither list)".to_owned()
                 } else {
