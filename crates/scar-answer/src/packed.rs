@@ -7,7 +7,8 @@
 //! - AVX2 (every x86-64 laptop of the last decade): `vpmaddubsw` then `vpmaddwd` on 32 pairs at
 //!   a time. The first pairs an unsigned byte with a signed one and saturates at 16 bits, which
 //!   these operands never reach: activations' magnitudes (at most 127) against weights of −127
-//!   to 127, or nibbles (at most 15) against activations.
+//!   to 127, or nibbles (at most 31 with a fifth bit) against activations, whose pair sums a
+//!   step adds two of before widening.
 //!
 //! Formats: `Q8_0`; nibbles with a scale and a minimum per block of 32, which hold `Q4_1` as
 //! stored, `Q4_0` (its minimum is −8 × its scale) and `Q4_K` (each 32-weight sub-block's 6-bit
@@ -335,7 +336,7 @@ impl PackedRows {
 
     /// Row `row`'s weights, as the kernels read them.
     #[inline]
-    fn row(&self, row: usize) -> Row<'_> {
+    fn row(&self, row: usize) -> Row<'_, RowScales<'_>> {
         let (blocks, pairs) = (self.columns / BLOCK, self.columns / PAIR);
         let row_bytes = self.format.weight_bytes(self.columns);
         Row {
@@ -453,21 +454,21 @@ impl Scales {
             Self::Halves {
                 scales,
                 minimum_factor,
-            } => RowScales::Halves {
+            } => RowScales::Halves(HalfScales {
                 scales: &scales[blocks_of_row],
                 minimum_factor: *minimum_factor,
-            },
-            Self::HalfPairs(values) => {
-                RowScales::HalfPairs(&values[2 * blocks_of_row.start..2 * blocks_of_row.end])
-            }
+            }),
+            Self::HalfPairs(values) => RowScales::HalfPairs(HalfPairScales(
+                &values[2 * blocks_of_row.start..2 * blocks_of_row.end],
+            )),
             // K-quants' rows are whole super-blocks (candle refuses other shapes).
             Self::SuperBlocks { units, factors } => {
                 let per_super_block = SUPER_BLOCK / BLOCK;
-                RowScales::SuperBlocks {
+                RowScales::SuperBlocks(SuperBlockScales {
                     factors: &factors[blocks_of_row.start / per_super_block
                         ..blocks_of_row.end / per_super_block],
                     units: &units[blocks_of_row],
-                }
+                })
             }
         }
     }
@@ -493,26 +494,50 @@ impl Scales {
     }
 }
 
-/// One row's [`Scales`].
+/// One row's [`Scales`], each kind in a type of its own: the kernels' loops are built for each
+/// kind, so that no step of a row tests which kind it reads.
 #[derive(Clone, Copy)]
 enum RowScales<'a> {
-    Halves {
-        scales: &'a [u16],
-        minimum_factor: f32,
-    },
-    HalfPairs(&'a [u16]),
-    SuperBlocks {
-        units: &'a [[u8; 2]],
-        factors: &'a [[f32; 2]],
-    },
+    Halves(HalfScales<'a>),
+    HalfPairs(HalfPairScales<'a>),
+    SuperBlocks(SuperBlockScales<'a>),
 }
 
-/// One row of weights, as the kernels read it.
-struct Row<'a> {
+/// [`Scales::Halves`] of one row.
+#[derive(Clone, Copy)]
+struct HalfScales<'a> {
+    scales: &'a [u16],
+    minimum_factor: f32,
+}
+
+/// [`Scales::HalfPairs`] of one row.
+#[derive(Clone, Copy)]
+struct HalfPairScales<'a>(&'a [u16]);
+
+/// [`Scales::SuperBlocks`] of one row.
+#[derive(Clone, Copy)]
+struct SuperBlockScales<'a> {
+    units: &'a [[u8; 2]],
+    factors: &'a [[f32; 2]],
+}
+
+/// One row of weights, as the kernels read it, with its scales as `S`.
+struct Row<'a, S> {
     bytes: &'a [u8],
-    scales: RowScales<'a>,
+    scales: S,
     /// `Fives` only.
     fifths: &'a [u64],
+}
+
+impl<'a, T> Row<'a, T> {
+    /// The same weights, with their scales as `scales`.
+    fn with_scales<S>(&self, scales: S) -> Row<'a, S> {
+        Row {
+            bytes: self.bytes,
+            scales,
+            fifths: self.fifths,
+        }
+    }
 }
 
 /// A pair of blocks' fifth bits (bit `j` of each for its weight `j`) as one word, in the order
@@ -688,7 +713,11 @@ mod x86 {
                 out: &[std::sync::atomic::AtomicU32],
             ) {
                 for row in rows {
-                    let value = q8_0_row(&matrix.row(row), x);
+                    let weights = matrix.row(row);
+                    let crate::packed::RowScales::Halves(scales) = weights.scales else {
+                        unreachable!("a Q8_0 block has an f16 scale");
+                    };
+                    let value = q8_0_row(&weights.with_scales(scales), x);
                     out[row].store(value.to_bits(), std::sync::atomic::Ordering::Relaxed);
                 }
             }
@@ -700,8 +729,20 @@ mod x86 {
                 x: &Activations,
                 out: &[std::sync::atomic::AtomicU32],
             ) {
+                use crate::packed::RowScales;
                 for row in rows {
-                    let value = nibbles_row::<FIVES>(&matrix.row(row), x);
+                    let weights = matrix.row(row);
+                    let value = match weights.scales {
+                        RowScales::Halves(scales) => {
+                            nibbles_row::<FIVES, _>(&weights.with_scales(scales), x)
+                        }
+                        RowScales::HalfPairs(scales) => {
+                            nibbles_row::<FIVES, _>(&weights.with_scales(scales), x)
+                        }
+                        RowScales::SuperBlocks(scales) => {
+                            nibbles_row::<FIVES, _>(&weights.with_scales(scales), x)
+                        }
+                    };
                     out[row].store(value.to_bits(), std::sync::atomic::Ordering::Relaxed);
                 }
             }
@@ -717,10 +758,10 @@ mod x86 {
             _mm_set1_ps, _mm_setr_ps, _mm_setzero_ps, _mm_shuffle_ps,
         };
 
-        use crate::packed::{BLOCK, RowScales, SUPER_BLOCK};
+        use crate::packed::{BLOCK, HalfPairScales, HalfScales, SUPER_BLOCK, SuperBlockScales};
 
-        // These two run once a pair of blocks, inside the kernels' loops: always inlined, where
-        // they take the kernel's instructions (a call a pair cost three times the product).
+        // Runs once a pair of blocks, inside the kernels' loops: always inlined, where it takes
+        // the kernel's instructions (a call a pair cost three times the product).
         /// Values `at` and `at + 1` of `values` in lanes 0 and 1, 0 in lanes 2 and 3.
         #[allow(clippy::inline_always)]
         #[inline(always)]
@@ -734,55 +775,73 @@ mod x86 {
             }
         }
 
-        /// Pair `pair`'s two scales and two minimums, each in lanes 0 and 1 (0 in 2 and 3):
-        /// f16 converted by `vcvtph2ps`, or a K-quant's 6-bit values times their factors.
-        ///
-        /// # Safety
-        /// The CPU has F16C.
-        #[allow(clippy::inline_always, unsafe_code)]
-        #[inline(always)]
-        pub(super) unsafe fn scales_and_minimums(
-            scales: RowScales<'_>,
-            pair: usize,
-        ) -> (__m128, __m128) {
-            // SAFETY: the CPU has F16C, as the caller promised (and SSE, as every x86-64).
-            unsafe {
-                match scales {
-                    RowScales::Halves {
-                        scales,
-                        minimum_factor,
-                    } => {
-                        let bits =
-                            u32::from(scales[2 * pair]) | u32::from(scales[2 * pair + 1]) << 16;
-                        let scales = _mm_cvtph_ps(_mm_cvtsi32_si128(bits.cast_signed()));
-                        (scales, _mm_mul_ps(scales, _mm_set1_ps(minimum_factor)))
-                    }
-                    RowScales::HalfPairs(values) => {
-                        let bits = values[4 * pair..4 * pair + 4]
-                            .iter()
-                            .rev()
-                            .fold(0u64, |word, &half| word << 16 | u64::from(half));
-                        // Scale A, minimum A, scale B, minimum B.
-                        let four = _mm_cvtph_ps(_mm_cvtsi64_si128(bits.cast_signed()));
-                        (
-                            _mm_shuffle_ps::<0b00_00_10_00>(four, _mm_setzero_ps()),
-                            _mm_shuffle_ps::<0b00_00_11_01>(four, _mm_setzero_ps()),
-                        )
-                    }
-                    RowScales::SuperBlocks { units, factors } => {
-                        let [d, minus_dmin] = factors[2 * pair * BLOCK / SUPER_BLOCK];
-                        let ([scale_a, minimum_a], [scale_b, minimum_b]) =
-                            (units[2 * pair], units[2 * pair + 1]);
-                        (
-                            _mm_setr_ps(d * f32::from(scale_a), d * f32::from(scale_b), 0.0, 0.0),
-                            _mm_setr_ps(
-                                minus_dmin * f32::from(minimum_a),
-                                minus_dmin * f32::from(minimum_b),
-                                0.0,
-                                0.0,
-                            ),
-                        )
-                    }
+        /// A row's scales, read a pair of blocks at a time.
+        pub(in crate::packed) trait PairScales: Copy {
+            /// Pair `pair`'s two scales and two minimums, each in lanes 0 and 1 (0 in 2 and 3).
+            ///
+            /// # Safety
+            /// The CPU has F16C.
+            #[allow(unsafe_code)]
+            unsafe fn of_pair(self, pair: usize) -> (__m128, __m128);
+        }
+
+        // Each runs once a pair of blocks, inside the kernels' loops: always inlined, where it
+        // takes the kernel's instructions.
+        impl PairScales for HalfScales<'_> {
+            /// The f16 scales converted by `vcvtph2ps`, each minimum a multiple of its scale.
+            #[allow(clippy::inline_always, unsafe_code)]
+            #[inline(always)]
+            unsafe fn of_pair(self, pair: usize) -> (__m128, __m128) {
+                let bits =
+                    u32::from(self.scales[2 * pair]) | u32::from(self.scales[2 * pair + 1]) << 16;
+                // SAFETY: the CPU has F16C, as the caller promised (and SSE, as every x86-64).
+                unsafe {
+                    let scales = _mm_cvtph_ps(_mm_cvtsi32_si128(bits.cast_signed()));
+                    (scales, _mm_mul_ps(scales, _mm_set1_ps(self.minimum_factor)))
+                }
+            }
+        }
+
+        impl PairScales for HalfPairScales<'_> {
+            /// The f16 scales and minimums converted by `vcvtph2ps`.
+            #[allow(clippy::inline_always, unsafe_code)]
+            #[inline(always)]
+            unsafe fn of_pair(self, pair: usize) -> (__m128, __m128) {
+                let bits = self.0[4 * pair..4 * pair + 4]
+                    .iter()
+                    .rev()
+                    .fold(0u64, |word, &half| word << 16 | u64::from(half));
+                // SAFETY: the CPU has F16C, as the caller promised (and SSE, as every x86-64).
+                unsafe {
+                    // Scale A, minimum A, scale B, minimum B.
+                    let four = _mm_cvtph_ps(_mm_cvtsi64_si128(bits.cast_signed()));
+                    (
+                        _mm_shuffle_ps::<0b00_00_10_00>(four, _mm_setzero_ps()),
+                        _mm_shuffle_ps::<0b00_00_11_01>(four, _mm_setzero_ps()),
+                    )
+                }
+            }
+        }
+
+        impl PairScales for SuperBlockScales<'_> {
+            /// The 6-bit values times their super-block's factors.
+            #[allow(clippy::inline_always, unsafe_code)]
+            #[inline(always)]
+            unsafe fn of_pair(self, pair: usize) -> (__m128, __m128) {
+                let [d, minus_dmin] = self.factors[2 * pair * BLOCK / SUPER_BLOCK];
+                let ([scale_a, minimum_a], [scale_b, minimum_b]) =
+                    (self.units[2 * pair], self.units[2 * pair + 1]);
+                // SAFETY: SSE, as every x86-64 has.
+                unsafe {
+                    (
+                        _mm_setr_ps(d * f32::from(scale_a), d * f32::from(scale_b), 0.0, 0.0),
+                        _mm_setr_ps(
+                            minus_dmin * f32::from(minimum_a),
+                            minus_dmin * f32::from(minimum_b),
+                            0.0,
+                            0.0,
+                        ),
+                    )
                 }
             }
         }
@@ -806,8 +865,8 @@ mod x86 {
             _mm512_setzero_ps, _mm512_setzero_si512,
         };
 
-        use super::pairs::{horizontal_sum, scales_and_minimums, two};
-        use crate::packed::{Activations, BLOCK, PAIR, Row};
+        use super::pairs::{PairScales, horizontal_sum, two};
+        use crate::packed::{Activations, BLOCK, HalfScales, PAIR, Row};
 
         row_loops!("avx512f,avx512bw,avx512vnni,avx2,fma,f16c");
 
@@ -827,7 +886,7 @@ mod x86 {
         /// to a lane, in one `vpdpbusd`; lanes 0-7 hold the first block, 8-15 the second.
         #[inline]
         #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
-        fn q8_0_row(weights: &Row<'_>, x: &Activations) -> f32 {
+        fn q8_0_row(weights: &Row<'_, HalfScales<'_>>, x: &Activations) -> f32 {
             let first_then_second =
                 _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
             let mut sum = _mm512_setzero_ps();
@@ -839,7 +898,7 @@ mod x86 {
                     _mm512_dpbusd_epi32(_mm512_setzero_si512(), load(&x.bytes, at), signed);
                 // SAFETY: this kernel's CPUs have F16C.
                 #[allow(unsafe_code)]
-                let (scales, _) = unsafe { scales_and_minimums(weights.scales, pair) };
+                let (scales, _) = unsafe { weights.scales.of_pair(pair) };
                 let scales = _mm_mul_ps(scales, two(&x.scales, 2 * pair));
                 sum = add_scaled(sum, products, scales, first_then_second);
             }
@@ -866,7 +925,10 @@ mod x86 {
         /// block sums add up apart.
         #[inline]
         #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
-        fn nibbles_row<const FIVES: bool>(weights: &Row<'_>, x: &Activations) -> f32 {
+        fn nibbles_row<const FIVES: bool, S: PairScales>(
+            weights: &Row<'_, S>,
+            x: &Activations,
+        ) -> f32 {
             let halves = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1);
             let low_nibbles = _mm256_set1_epi8(0x0F);
             let mut sum = _mm512_setzero_ps();
@@ -892,7 +954,7 @@ mod x86 {
                     _mm512_dpbusd_epi32(_mm512_setzero_si512(), nibbles, load(&x.bytes, 2 * at));
                 // SAFETY: this kernel's CPUs have F16C.
                 #[allow(unsafe_code)]
-                let (scales, pair_minimums) = unsafe { scales_and_minimums(weights.scales, pair) };
+                let (scales, pair_minimums) = unsafe { weights.scales.of_pair(pair) };
                 let scales = _mm_mul_ps(scales, two(&x.scales, 2 * pair));
                 sum = add_scaled(sum, products, scales, halves);
                 minimums = _mm_fmadd_ps(pair_minimums, two(&x.block_sums, 2 * pair), minimums);
@@ -905,7 +967,7 @@ mod x86 {
     mod avx2 {
         use std::arch::x86_64::{
             __m128, __m256, __m256i, _mm_add_ps, _mm_fmadd_ps, _mm_mul_ps, _mm_setzero_ps,
-            _mm256_add_epi32, _mm256_add_ps, _mm256_and_si256, _mm256_castps128_ps256,
+            _mm256_add_epi16, _mm256_add_ps, _mm256_and_si256, _mm256_castps128_ps256,
             _mm256_castps256_ps128, _mm256_cmpeq_epi8, _mm256_cvtepi32_ps, _mm256_extractf128_ps,
             _mm256_fmadd_ps, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_maddubs_epi16,
             _mm256_or_si256, _mm256_permutevar8x32_ps, _mm256_set1_epi8, _mm256_set1_epi16,
@@ -913,8 +975,8 @@ mod x86 {
             _mm256_setzero_ps, _mm256_shuffle_epi8, _mm256_sign_epi8, _mm256_srli_epi16,
         };
 
-        use super::pairs::{horizontal_sum, scales_and_minimums, two};
-        use crate::packed::{Activations, BLOCK, Row};
+        use super::pairs::{PairScales, horizontal_sum, two};
+        use crate::packed::{Activations, BLOCK, HalfScales, Row};
 
         row_loops!("avx2,fma,f16c");
 
@@ -957,13 +1019,13 @@ mod x86 {
         /// product. Two sums, so that one block's multiply-add need not wait for the other's.
         #[inline]
         #[target_feature(enable = "avx2,fma,f16c")]
-        fn q8_0_row(weights: &Row<'_>, x: &Activations) -> f32 {
+        fn q8_0_row(weights: &Row<'_, HalfScales<'_>>, x: &Activations) -> f32 {
             let lanes = [_mm256_set1_epi32(0), _mm256_set1_epi32(1)];
             let mut sums = [_mm256_setzero_ps(); 2];
             for pair in 0..weights.bytes.len() / (2 * BLOCK) {
                 // SAFETY: this kernel's CPUs have F16C.
                 #[allow(unsafe_code)]
-                let (scales, _) = unsafe { scales_and_minimums(weights.scales, pair) };
+                let (scales, _) = unsafe { weights.scales.of_pair(pair) };
                 let scales = _mm_mul_ps(scales, two(&x.scales, 2 * pair));
                 for (half, sum) in sums.iter_mut().enumerate() {
                     let at = (2 * pair + half) * BLOCK;
@@ -998,7 +1060,10 @@ mod x86 {
         /// sums add up apart.
         #[inline]
         #[target_feature(enable = "avx2,fma,f16c")]
-        fn nibbles_row<const FIVES: bool>(weights: &Row<'_>, x: &Activations) -> f32 {
+        fn nibbles_row<const FIVES: bool, S: PairScales>(
+            weights: &Row<'_, S>,
+            x: &Activations,
+        ) -> f32 {
             let halves = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
             let low_nibbles = _mm256_set1_epi8(0x0F);
             let mut sum = _mm256_setzero_ps();
@@ -1013,13 +1078,16 @@ mod x86 {
                     low = _mm256_or_si256(low, sixteens(bits as u32));
                     high = _mm256_or_si256(high, sixteens((bits >> 32) as u32));
                 }
-                let products = _mm256_add_epi32(
-                    byte_products(low, load(&x.bytes, 2 * at)),
-                    byte_products(high, load(&x.bytes, 2 * at + BLOCK)),
+                // Each 16-bit lane of the two pair sums is at most 2 · 31 · 127: their sum stays
+                // under 2¹⁵, so one `vpmaddwd` widens both.
+                let pair_sums = _mm256_add_epi16(
+                    _mm256_maddubs_epi16(low, load(&x.bytes, 2 * at)),
+                    _mm256_maddubs_epi16(high, load(&x.bytes, 2 * at + BLOCK)),
                 );
+                let products = _mm256_madd_epi16(pair_sums, _mm256_set1_epi16(1));
                 // SAFETY: this kernel's CPUs have F16C.
                 #[allow(unsafe_code)]
-                let (scales, pair_minimums) = unsafe { scales_and_minimums(weights.scales, pair) };
+                let (scales, pair_minimums) = unsafe { weights.scales.of_pair(pair) };
                 let scales = _mm_mul_ps(scales, two(&x.scales, 2 * pair));
                 sum = add_scaled(sum, products, scales, halves);
                 minimums = _mm_fmadd_ps(pair_minimums, two(&x.block_sums, 2 * pair), minimums);
@@ -1236,21 +1304,31 @@ mod tests {
                 Tensor::from_vec(weight_values, (rows, columns), &Device::Cpu).unwrap();
             let weights = QTensor::quantize(&weight_tensor, dtype).unwrap();
             let x = vec![1.0f32; rows * columns];
-            let ours = if dtype == GgmlDType::Q6K {
+            // The first row of activations' products, from each product that reads the format.
+            let products = if dtype == GgmlDType::Q6K {
                 let mut unpacked = [0u8; 16];
                 batched::q6_k_span(&weights.data().unwrap(), 1, &mut unpacked);
                 assert_eq!(unpacked.iter().max(), Some(&63));
-                batched::six_bit_product_rows_on(Kernel::Avx2, &weights, &x, rows)
-                    .unwrap()
-                    .unwrap()
+                vec![
+                    batched::six_bit_product_rows_on(Kernel::Avx2, &weights, &x, rows)
+                        .unwrap()
+                        .unwrap(),
+                ]
             } else {
                 let packed = PackedRows::for_kernel(&weights, Kernel::Avx2)
                     .unwrap()
                     .unwrap();
-                packed.product_rows(&x, rows).unwrap()
+                // Decoding's one-row product adds two groups' pair sums before widening them.
+                vec![
+                    packed.product_rows(&x, rows).unwrap(),
+                    packed.product(&x[..columns]).unwrap(),
+                ]
             };
             let file = values(&weights.dequantize(&Device::Cpu).unwrap());
-            for (weights, &value) in file.chunks_exact(columns).zip(&ours) {
+            for (weights, &value) in products
+                .iter()
+                .flat_map(|ours| file.chunks_exact(columns).zip(ours))
+            {
                 let exact: f64 = weights.iter().map(|&w| f64::from(w)).sum();
                 assert!(
                     (f64::from(value) - exact).abs() <= 1e-4 * exact.abs().max(1.0),
