@@ -113,7 +113,7 @@ pub use error::{PolicyError, Result, VectorProblem};
 pub use expand::{Judgement, Seed, expand};
 pub use ledger::{Ledger, NeighbourRecord, Outcome, ParentScope, SeedRecord};
 pub use policy::{Options, Policy, PolicyKind, PolicySettings};
-pub use rankings::{RRF_K, Rankings, fused_score};
+pub use rankings::{RRF_K, Rankings, fused_score, rank_vote};
 // Defined in scar-core, where the index uses them too.
 pub use scar_core::{SeamKind, Side};
 pub use source::{ChunkSource, MemoryChunk, MemorySource};

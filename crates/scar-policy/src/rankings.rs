@@ -8,14 +8,21 @@ use scar_core::ChunkId;
 /// Reciprocal rank fusion's constant: ranks below it count nearly as much as the top ones.
 pub const RRF_K: f32 = 60.0;
 
+/// What a list weighing `weight` adds to the fused score of a chunk it ranks `rank` (from 1):
+/// `weight / (RRF_K + rank)`.
+#[must_use]
+pub fn rank_vote(rank: u32, weight: f32) -> f32 {
+    weight / (RRF_K + rank as f32)
+}
+
 /// The fused score of a chunk ranked `dense` and `lexical` (from 1; `None` where the list did not
-/// reach it): `Σ weight / (RRF_K + rank)` over the lists that hold it, the dense list's weight
-/// 1 and the lexical list's `lexical_weight`.
+/// reach it): the [`rank_vote`]s of the lists that hold it, the dense list's weight 1 and the
+/// lexical list's `lexical_weight`.
 #[must_use]
 pub fn fused_score(dense: Option<u32>, lexical: Option<u32>, lexical_weight: f32) -> f32 {
     [(dense, 1.0), (lexical, lexical_weight)]
         .into_iter()
-        .filter_map(|(rank, weight)| rank.map(|rank| weight / (RRF_K + rank as f32)))
+        .filter_map(|(rank, weight)| rank.map(|rank| rank_vote(rank, weight)))
         .sum()
 }
 

@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use scar_core::ChunkId;
 use scar_embed::{EmbedOptions, Embedder, ModelLocator};
 use scar_index::Index;
-use scar_policy::{ChunkSource, Judgement, Ledger, Options, RRF_K, Rankings, Seed, expand};
+use scar_policy::{ChunkSource, Judgement, Ledger, Options, Rankings, Seed, expand, rank_vote};
 use serde::{Deserialize, Serialize};
 
 pub use comparison::{BASELINE, Comparison, ContextSize, baseline_options};
@@ -449,14 +449,14 @@ fn candidate_count(k: usize) -> usize {
     k.saturating_mul(4).max(50)
 }
 
-/// Fuses ranked lists, each with its weight: an item scores Σ weight / (60 + rank) over the
-/// lists it appears in (the same fusion the evidence walk scores neighbours with,
-/// [`scar_policy::fused_score`]).
+/// Fuses ranked lists, each with its weight: an item scores the sum of its lists'
+/// [`rank_vote`]s, the same fusion the evidence walk scores neighbours with
+/// ([`scar_policy::fused_score`]).
 fn reciprocal_rank_fusion(lists: &[(Vec<(ChunkId, f32)>, f32)]) -> Vec<(ChunkId, f32)> {
     let mut scores: HashMap<ChunkId, f32> = HashMap::new();
     for (list, weight) in lists {
-        for (rank, (id, _)) in list.iter().enumerate() {
-            *scores.entry(*id).or_default() += weight / (RRF_K + rank as f32 + 1.0);
+        for (rank, (id, _)) in (1..).zip(list) {
+            *scores.entry(*id).or_default() += rank_vote(rank, *weight);
         }
     }
     let mut fused: Vec<(ChunkId, f32)> = scores.into_iter().collect();
