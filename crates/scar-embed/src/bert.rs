@@ -22,6 +22,7 @@ use candle_nn::{Embedding, LayerNorm, VarBuilder};
 use candle_transformers::models::bert::{Config, HiddenAct, PositionEmbeddingType};
 
 use crate::bf16::Bf16Weights;
+use crate::f32_panels::F32Panels;
 use crate::int8::Int8Weights;
 use crate::model::Pooling;
 use crate::{attention, kernels, linear};
@@ -513,6 +514,8 @@ struct Dense {
 pub(crate) enum Packing {
     /// As tensors, for candle's products (on a CPU, f32).
     Tensors,
+    /// In f32 panels for [`crate::f32_panels`]'s product (CPU, f32 tensors).
+    F32Panels,
     /// Rounded to bf16 panels for [`crate::bf16`]'s product (CPU, f32 tensors).
     Bf16,
     /// Quantised to int8 blocks for [`crate::int8`]'s product (CPU, f32 tensors).
@@ -523,6 +526,8 @@ pub(crate) enum Packing {
 enum Weight {
     /// `[outputs, inputs]`, as stored.
     Tensor(Tensor),
+    /// The same, laid out in f32 panels for the CPU.
+    F32Panels(F32Panels),
     /// The same, packed as bf16 for the CPU.
     Bf16(Bf16Weights),
     /// The same, quantised to int8 blocks for the CPU.
@@ -542,6 +547,7 @@ impl Dense {
     fn new(weight: Tensor, bias: Tensor, packing: Packing) -> Result<Self> {
         let weight = match packing {
             Packing::Tensors => Weight::Tensor(weight),
+            Packing::F32Panels => Weight::F32Panels(F32Panels::new(&weight)?),
             Packing::Bf16 => Weight::Bf16(Bf16Weights::new(&weight)?),
             Packing::Int8 => Weight::Int8(Int8Weights::new(&weight)?),
         };
@@ -553,6 +559,7 @@ impl Dense {
         match &self.weight {
             Weight::Tensor(weight) if uses_cpu_kernels(xs) => linear::linear(xs, weight),
             Weight::Tensor(weight) => xs.matmul(&weight.t()?),
+            Weight::F32Panels(weight) => weight.product(xs),
             Weight::Bf16(weight) => weight.product(xs),
             Weight::Int8(weight) => weight.product(xs),
         }
@@ -631,6 +638,7 @@ impl Mask {
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
+    use std::io::Write as _;
 
     use candle_core::{DType, Device, IndexOp, Tensor};
     use candle_nn::{VarBuilder, VarMap};
@@ -643,6 +651,11 @@ mod tests {
 
     /// A small BERT with fixed pseudo-random weights, every tensor in `dtype`.
     fn small_bert(dtype: DType) -> Bert {
+        small_bert_packed(dtype, Packing::Tensors)
+    }
+
+    /// The same weights, the linear layers' held as `packing` says.
+    fn small_bert_packed(dtype: DType, packing: Packing) -> Bert {
         let config = Config {
             vocab_size: 40,
             hidden_size: 32,
@@ -680,7 +693,38 @@ mod tests {
             weights.insert(name.clone(), tensor);
         }
         let vb = VarBuilder::from_tensors(weights, dtype, &Device::Cpu);
-        Bert::load(&vb, &config, Packing::Tensors).unwrap()
+        Bert::load(&vb, &config, packing).unwrap()
+    }
+
+    /// The packings of f32 weights this CPU runs.
+    fn f32_packings() -> Vec<Packing> {
+        let mut packings = vec![Packing::Tensors];
+        if crate::f32_panels::available() {
+            packings.push(Packing::F32Panels);
+        }
+        packings
+    }
+
+    /// The weights in f32 panels give candle's vectors, but for rounding.
+    #[test]
+    fn panels_embed_as_candles_products_do() {
+        if !crate::f32_panels::available() {
+            // Straight to stderr, past the harness's capture: a skip should be seen.
+            let _ = writeln!(
+                std::io::stderr(),
+                "bert::tests::panels_embed_as_candles_products_do skipped: no AVX2 and FMA"
+            );
+            return;
+        }
+        let texts: [&[u32]; 3] = [&[2, 17, 5, 33, 3], &[2], &[2, 9, 9, 9, 14, 21, 39, 1, 3]];
+        let candles = small_bert(DType::F32);
+        let panels = small_bert_packed(DType::F32, Packing::F32Panels);
+        for pooling in [Pooling::Cls, Pooling::Mean] {
+            let expected = candles.embed(&texts, 0, pooling).unwrap();
+            let got = panels.embed(&texts, 0, pooling).unwrap();
+            let difference = max_difference(&expected, &got);
+            assert!(difference < 1e-5, "{pooling:?}: {difference}");
+        }
     }
 
     fn cosine(a: &Tensor, b: &Tensor) -> f32 {
@@ -750,7 +794,13 @@ mod tests {
     /// overwritten with the result.
     #[test]
     fn feed_forward_blocks_give_the_whole_products_floats() {
-        let model = small_bert(DType::F32);
+        for packing in f32_packings() {
+            feed_forward_blocks_give_the_whole_products_floats_with(packing);
+        }
+    }
+
+    fn feed_forward_blocks_give_the_whole_products_floats_with(packing: Packing) {
+        let model = small_bert_packed(DType::F32, packing);
         let layer = &model.layers[0];
         let rows = BLOCK_ROWS + 88;
         let attended = Tensor::randn(0f32, 1.0, (rows, 32), &Device::Cpu).unwrap();
@@ -768,7 +818,13 @@ mod tests {
     /// gives the floats of its attention over the whole batch at once.
     #[test]
     fn a_layer_in_place_gives_the_whole_batchs_floats() {
-        let model = small_bert(DType::F32);
+        for packing in f32_packings() {
+            a_layer_in_place_gives_the_whole_batchs_floats_with(packing);
+        }
+    }
+
+    fn a_layer_in_place_gives_the_whole_batchs_floats_with(packing: Packing) {
+        let model = small_bert_packed(DType::F32, packing);
         let layer = &model.layers[1];
         let lengths: Vec<usize> = (0..80).map(|text| 1 + text * 7 % 16).collect();
         let tokens = lengths.iter().sum();

@@ -2,8 +2,9 @@
 //! CPU has, as oneDNN's `ONEDNN_MAX_CPU_ISA` and `PyTorch`'s `ATEN_CPU_CAPABILITY` do: `avx2` runs
 //! the kernels a laptop without AVX-512 gets, `avx512` those of a CPU without AMX, so that one
 //! machine can measure and troubleshoot the classes below it. It caps the kernels of this crate
-//! and of the chat models (`scar-answer`); gemm's f32 products, which candle calls, detect the
-//! CPU themselves and are not capped.
+//! (capped at `avx2`, the f32 linear layers run on our AVX2 product) and of the chat models
+//! (`scar-answer`); gemm's f32 products, which candle and the attention call, detect the CPU
+//! themselves and are not capped.
 
 use std::fmt;
 use std::str::FromStr;

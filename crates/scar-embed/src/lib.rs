@@ -27,6 +27,7 @@ mod cross_encoder;
 mod device;
 mod embedder;
 mod error;
+mod f32_panels;
 mod int8;
 mod kernels;
 mod linear;

@@ -110,6 +110,7 @@ impl Precision {
         match self {
             Self::Bf16 if device.is_cpu() => Packing::Bf16,
             Self::Int8 => Packing::Int8,
+            Self::F32 if device.is_cpu() && crate::f32_panels::preferred() => Packing::F32Panels,
             _ => Packing::Tensors,
         }
     }
@@ -126,16 +127,17 @@ impl Precision {
     }
 }
 
-/// The widest instructions candle's f32 products (gemm's kernels) run on this CPU.
+/// The widest instructions the f32 linear layers run on: our AVX2 product
+/// ([`crate::f32_panels`]) where it is preferred, else gemm's kernels, which candle calls.
 fn f32_instructions() -> &'static str {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::is_x86_feature_detected as has;
+        if crate::f32_panels::preferred() {
+            return "AVX2 and FMA";
+        }
         if has!("avx512f") {
             return "AVX-512";
-        }
-        if has!("avx2") && has!("fma") {
-            return "AVX2 and FMA";
         }
         "SSE"
     }
