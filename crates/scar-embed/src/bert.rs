@@ -24,6 +24,7 @@ use candle_transformers::models::bert::{Config, HiddenAct, PositionEmbeddingType
 use crate::bf16::Bf16Weights;
 use crate::f32_panels::F32Panels;
 use crate::int8::Int8Weights;
+use crate::kernels::PackedWeight as _;
 use crate::model::Pooling;
 use crate::{attention, kernels, linear};
 

@@ -17,8 +17,10 @@
 
 use std::mem::MaybeUninit;
 
-use candle_core::{CpuStorage, CustomOp1, Layout, Shape, Tensor};
+use candle_core::Tensor;
 use rayon::prelude::*;
+
+use crate::kernels::PackedWeight;
 
 /// Output columns in a panel: one 512-bit register of f32 sums, or one tile's columns.
 const LANES: usize = 16;
@@ -133,11 +135,6 @@ impl Bf16Weights {
         })
     }
 
-    /// `xs·Wᵀ` for `xs` `[rows, inputs]` f32 on the CPU: `[rows, outputs]` f32.
-    pub(crate) fn product(&self, xs: &Tensor) -> candle_core::Result<Tensor> {
-        xs.apply_op1_no_bwd(self)
-    }
-
     /// The product on plain rows; `xs` holds `rows · inputs` values.
     fn product_rows(&self, xs: &[f32], rows: usize, kernel: Kernel) -> Vec<f32> {
         assert_eq!(xs.len(), rows * self.inputs, "checked by the caller");
@@ -223,24 +220,15 @@ impl Bf16Weights {
     }
 }
 
-impl CustomOp1 for Bf16Weights {
-    fn name(&self) -> &'static str {
-        "bf16-product"
+impl PackedWeight for Bf16Weights {
+    const NAME: &'static str = "bf16-product";
+
+    fn dims(&self) -> (usize, usize) {
+        (self.outputs, self.inputs)
     }
 
-    fn cpu_fwd(
-        &self,
-        storage: &CpuStorage,
-        layout: &Layout,
-    ) -> candle_core::Result<(CpuStorage, Shape)> {
-        let (data, rows) = crate::kernels::product_inputs(
-            storage,
-            layout,
-            (self.outputs, self.inputs),
-            self.name(),
-        )?;
-        let out = self.product_rows(data, rows, Kernel::best());
-        Ok((CpuStorage::F32(out), Shape::from((rows, self.outputs))))
+    fn product_of_rows(&self, xs: &[f32], rows: usize) -> candle_core::Result<Vec<f32>> {
+        Ok(self.product_rows(xs, rows, Kernel::best()))
     }
 }
 

@@ -15,8 +15,10 @@
 
 use std::mem::MaybeUninit;
 
-use candle_core::{CpuStorage, CustomOp1, Layout, Shape, Tensor};
+use candle_core::Tensor;
 use rayon::prelude::*;
+
+use crate::kernels::PackedWeight;
 
 /// Output columns in a panel: two AVX registers of f32 sums.
 const LANES: usize = 16;
@@ -85,11 +87,6 @@ impl F32Panels {
             inputs,
             panels,
         })
-    }
-
-    /// `xs·Wᵀ` for `xs` `[rows, inputs]` f32 on the CPU: `[rows, outputs]` f32.
-    pub(crate) fn product(&self, xs: &Tensor) -> candle_core::Result<Tensor> {
-        xs.apply_op1_no_bwd(self)
     }
 
     /// The product on plain rows; `xs` holds `rows · inputs` values.
@@ -170,24 +167,15 @@ impl F32Panels {
     }
 }
 
-impl CustomOp1 for F32Panels {
-    fn name(&self) -> &'static str {
-        "f32-panels-product"
+impl PackedWeight for F32Panels {
+    const NAME: &'static str = "f32-panels-product";
+
+    fn dims(&self) -> (usize, usize) {
+        (self.outputs, self.inputs)
     }
 
-    fn cpu_fwd(
-        &self,
-        storage: &CpuStorage,
-        layout: &Layout,
-    ) -> candle_core::Result<(CpuStorage, Shape)> {
-        let (data, rows) = crate::kernels::product_inputs(
-            storage,
-            layout,
-            (self.outputs, self.inputs),
-            self.name(),
-        )?;
-        let out = self.product_rows(data, rows);
-        Ok((CpuStorage::F32(out), Shape::from((rows, self.outputs))))
+    fn product_of_rows(&self, xs: &[f32], rows: usize) -> candle_core::Result<Vec<f32>> {
+        Ok(self.product_rows(xs, rows))
     }
 }
 
@@ -342,6 +330,7 @@ mod tests {
     use candle_core::{Device, Tensor};
 
     use super::{F32Panels, available};
+    use crate::kernels::PackedWeight as _;
 
     fn values(n: usize, scale: usize) -> Vec<f32> {
         (0..n)

@@ -23,8 +23,10 @@
 // The quantiser is inlined into its AVX2 build.
 #![allow(clippy::inline_always)]
 
-use candle_core::{CpuStorage, CustomOp1, Layout, Shape, Tensor};
+use candle_core::Tensor;
 use rayon::prelude::*;
+
+use crate::kernels::PackedWeight;
 
 /// Inputs that share one scale.
 const BLOCK: usize = 32;
@@ -144,11 +146,6 @@ impl Int8Weights {
             scales,
             offsets,
         })
-    }
-
-    /// `xs·Wᵀ` for `xs` `[rows, inputs]` f32 on the CPU: `[rows, outputs]` f32.
-    pub(crate) fn product(&self, xs: &Tensor) -> candle_core::Result<Tensor> {
-        xs.apply_op1_no_bwd(self)
     }
 
     /// The product on plain rows; `xs` holds `rows · inputs` values.
@@ -279,27 +276,18 @@ fn kernel_block(
     }
 }
 
-impl CustomOp1 for Int8Weights {
-    fn name(&self) -> &'static str {
-        "int8-product"
+impl PackedWeight for Int8Weights {
+    const NAME: &'static str = "int8-product";
+
+    fn dims(&self) -> (usize, usize) {
+        (self.outputs, self.inputs)
     }
 
-    fn cpu_fwd(
-        &self,
-        storage: &CpuStorage,
-        layout: &Layout,
-    ) -> candle_core::Result<(CpuStorage, Shape)> {
-        let (data, rows) = crate::kernels::product_inputs(
-            storage,
-            layout,
-            (self.outputs, self.inputs),
-            self.name(),
-        )?;
+    fn product_of_rows(&self, xs: &[f32], rows: usize) -> candle_core::Result<Vec<f32>> {
         let Some(kernel) = Kernel::best() else {
             candle_core::bail!("this CPU has no VNNI byte products for the int8 product");
         };
-        let out = self.product_rows(data, rows, kernel);
-        Ok((CpuStorage::F32(out), Shape::from((rows, self.outputs))))
+        Ok(self.product_rows(xs, rows, kernel))
     }
 }
 

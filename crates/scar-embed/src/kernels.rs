@@ -11,7 +11,7 @@
 #![allow(clippy::inline_always)]
 
 use candle_core::backend::BackendStorage;
-use candle_core::{CpuStorage, InplaceOp2, InplaceOp3, Layout, Tensor};
+use candle_core::{CpuStorage, CustomOp1, InplaceOp2, InplaceOp3, Layout, Shape, Tensor};
 use rayon::prelude::*;
 
 /// Rows one task of a row-wise kernel takes at least, so that narrow rows do not drown in
@@ -187,6 +187,44 @@ pub(crate) fn product_task_rows(rows: usize, block_rows: usize, most_rows: usize
         .div_ceil(block_rows)
         .clamp(1, (most_rows / block_rows).max(1))
         * block_rows
+}
+
+/// A linear layer's weight `[outputs, inputs]`, laid out for a CPU product of our own.
+pub(crate) trait PackedWeight: Sync + Sized {
+    /// The product's name in candle's errors.
+    const NAME: &'static str;
+
+    /// `(outputs, inputs)`.
+    fn dims(&self) -> (usize, usize);
+
+    /// `xs·Wᵀ` on `rows` plain rows (`xs` holds `rows · inputs` values), on the fastest kernel
+    /// this CPU runs: `rows · outputs` values.
+    fn product_of_rows(&self, xs: &[f32], rows: usize) -> candle_core::Result<Vec<f32>>;
+
+    /// `xs·Wᵀ` for `xs` `[rows, inputs]` f32 on the CPU: `[rows, outputs]` f32.
+    fn product(&self, xs: &Tensor) -> candle_core::Result<Tensor> {
+        xs.apply_op1_no_bwd(&PackedProduct(self))
+    }
+}
+
+/// [`PackedWeight::product`] as a candle op.
+struct PackedProduct<'a, W>(&'a W);
+
+impl<W: PackedWeight> CustomOp1 for PackedProduct<'_, W> {
+    fn name(&self) -> &'static str {
+        W::NAME
+    }
+
+    fn cpu_fwd(
+        &self,
+        storage: &CpuStorage,
+        layout: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let (outputs, inputs) = self.0.dims();
+        let (data, rows) = product_inputs(storage, layout, (outputs, inputs), W::NAME)?;
+        let out = self.0.product_of_rows(data, rows)?;
+        Ok((CpuStorage::F32(out), Shape::from((rows, outputs))))
+    }
 }
 
 /// The rows of a linear layer's input `[rows, inputs]` f32, contiguous on the CPU, for a packed
