@@ -289,7 +289,7 @@ impl ScarApp {
                     result,
                     skipped,
                 } => self.opened(location, result, skipped),
-                Event::Prepared { wish, result } => self.prepared(wish, result),
+                Event::Prepared { wish, result } => self.prepared(wish, result.map(|found| *found)),
                 Event::Progress(progress) => self.indexing.progress(progress),
                 Event::Indexed {
                     dir,

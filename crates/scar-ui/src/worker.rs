@@ -58,7 +58,8 @@ pub(crate) enum Event {
     },
     Prepared {
         wish: Wish,
-        result: Result<Found, UiError>,
+        /// Boxed: the seeds and their documents are most of an event's size otherwise.
+        result: Result<Box<Found>, UiError>,
     },
     Progress(IndexProgress),
     Indexed {
@@ -341,7 +342,7 @@ fn run(job: Job, environment: &Environment) -> Event {
             }
         }
         Job::Prepare(retriever, wish) => {
-            let result = find(&retriever, &wish);
+            let result = find(&retriever, &wish).map(Box::new);
             Event::Prepared { wish, result }
         }
     }
