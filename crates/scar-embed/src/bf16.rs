@@ -567,6 +567,7 @@ mod tests {
     use candle_core::{Device, Tensor};
 
     use super::{Bf16Weights, Kernel, available, tiles_available, to_bf16};
+    use crate::kernels::tests::spread_values;
 
     fn from_bf16(bits: u16) -> f32 {
         f32::from_bits(u32::from(bits) << 16)
@@ -626,9 +627,8 @@ mod tests {
             ]
             .map(|shape| (kernel, shape))
         }) {
-            let value = |i: usize, scale: usize| ((i * 7919 % scale) as f32 / scale as f32) - 0.5;
-            let xs: Vec<f32> = (0..rows * inputs).map(|i| value(i, 101)).collect();
-            let ws: Vec<f32> = (0..outputs * inputs).map(|i| value(i, 97)).collect();
+            let xs = spread_values(rows * inputs, 101);
+            let ws = spread_values(outputs * inputs, 97);
             let weight = Tensor::from_vec(ws.clone(), (outputs, inputs), &Device::Cpu)?;
             let packed = Bf16Weights::new(&weight)?;
             let got = packed.product_rows(&xs, rows, kernel);

@@ -331,12 +331,7 @@ mod tests {
 
     use super::{F32Panels, available};
     use crate::kernels::PackedWeight as _;
-
-    fn values(n: usize, scale: usize) -> Vec<f32> {
-        (0..n)
-            .map(|i| (i * 7919 % scale) as f32 / scale as f32 - 0.5)
-            .collect()
-    }
+    use crate::kernels::tests::spread_values;
 
     /// False, said on stderr, where the CPU lacks AVX2 or FMA: the harness hides what a
     /// passing test prints with eprintln! unless run with --nocapture, and a skip should be seen.
@@ -366,8 +361,8 @@ mod tests {
             (151, 1536, 384),
             (5, 1000, 20),
         ] {
-            let xs = values(rows * inputs, 101);
-            let ws = values(outputs * inputs, 97);
+            let xs = spread_values(rows * inputs, 101);
+            let ws = spread_values(outputs * inputs, 97);
             let weight = Tensor::from_vec(ws.clone(), (outputs, inputs), &Device::Cpu)?;
             let got = F32Panels::new(&weight)?.product_rows(&xs, rows);
             assert_eq!(got.len(), rows * outputs);
@@ -401,9 +396,9 @@ mod tests {
             return Ok(());
         }
         let (rows, inputs, outputs) = (100, 800, 72);
-        let xs = values(rows * inputs, 101);
+        let xs = spread_values(rows * inputs, 101);
         let weight = Tensor::from_vec(
-            values(outputs * inputs, 97),
+            spread_values(outputs * inputs, 97),
             (outputs, inputs),
             &Device::Cpu,
         )?;

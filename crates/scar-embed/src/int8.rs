@@ -480,6 +480,7 @@ mod tests {
     use candle_core::{Device, Tensor};
 
     use super::{BLOCK, Int8Weights, Kernel, quantise};
+    use crate::kernels::tests::spread_values;
 
     /// Every kernel this CPU runs (the 512-bit one implies the CPU may also run the 256-bit one).
     fn kernels() -> Vec<Kernel> {
@@ -565,10 +566,8 @@ mod tests {
                 (9, 384, 1536),
                 (130, 1536, 24),
             ] {
-                let value =
-                    |i: usize, scale: usize| ((i * 7919 % scale) as f32 / scale as f32) - 0.5;
-                let xs: Vec<f32> = (0..rows * inputs).map(|i| value(i, 101)).collect();
-                let ws: Vec<f32> = (0..outputs * inputs).map(|i| value(i, 97)).collect();
+                let xs = spread_values(rows * inputs, 101);
+                let ws = spread_values(outputs * inputs, 97);
                 let weight = Tensor::from_vec(ws.clone(), (outputs, inputs), &Device::Cpu)?;
                 let got = Int8Weights::new(&weight)?.product_rows(&xs, rows, kernel);
                 let (qx, qw) = (dequantised(&xs, inputs), dequantised(&ws, inputs));

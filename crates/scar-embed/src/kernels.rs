@@ -468,6 +468,14 @@ pub(crate) mod tests {
 
     use super::*;
 
+    /// `n` values in [-0.5, 0.5), `i · 7919 mod scale` over `scale`: inputs and weights for the
+    /// packed products' tests, the same on every machine, with no run of equal values.
+    pub(crate) fn spread_values(n: usize, scale: usize) -> Vec<f32> {
+        (0..n)
+            .map(|i| (i * 7919 % scale) as f32 / scale as f32 - 0.5)
+            .collect()
+    }
+
     pub(crate) fn max_difference(a: &Tensor, b: &Tensor) -> f32 {
         (a - b)
             .unwrap()
