@@ -99,6 +99,28 @@ impl Kernel {
         kernels
     }
 
+    /// A pair's fifth bits as this kernel reads them, from [`fifths_of_pair`]'s word. AVX-512
+    /// takes that word as it is, a mask with bit `i` for byte `i` of the split nibbles (the low
+    /// nibbles' 32 bytes, then the high ones'). AVX2 reads them in eight lanes of 8 bytes,
+    /// lane `l` holding bytes `8l` to `8l + 7`; its word is transposed so that byte `j` holds
+    /// byte `j` of every lane, the high nibbles' lanes in bits 0-3 and the low ones' in bits
+    /// 4-7, and one shift a lane puts each bit in the 16s' place of its byte
+    /// (`avx2::pair_products`).
+    fn lay_out_fifths(self, word: u64) -> u64 {
+        match self {
+            Self::Avx512Vnni => word,
+            Self::Avx2 => transpose_bits(word.rotate_left(32)),
+        }
+    }
+
+    /// The inverse of [`Self::lay_out_fifths`].
+    fn read_fifths(self, word: u64) -> u64 {
+        match self {
+            Self::Avx512Vnni => word,
+            Self::Avx2 => transpose_bits(word).rotate_left(32),
+        }
+    }
+
     /// What it runs on, as a person reads it.
     pub(crate) fn name(self) -> &'static str {
         match self {
@@ -145,7 +167,8 @@ pub(crate) struct PackedRows {
     /// Each block's scale and minimum.
     scales: Scales,
     /// `Fives`: each pair of blocks' fifth bits, one word, in the order the kernels split the
-    /// pair's nibbles (block A's weights 0-15, B's 0-15, A's 16-31, B's 16-31).
+    /// pair's nibbles (block A's weights 0-15, B's 0-15, A's 16-31, B's 16-31) and laid out
+    /// for the kernel ([`Kernel::lay_out_fifths`]).
     fifths: Vec<u64>,
     rows: usize,
     columns: usize,
@@ -239,7 +262,9 @@ impl PackedRows {
                     let bits = |block: &[u8]| {
                         u32::from_le_bytes(block[bits_at..bits_at + 4].try_into().expect("4 bytes"))
                     };
-                    packed.fifths.push(fifths_of_pair(bits(a), bits(b)));
+                    packed
+                        .fifths
+                        .push(kernel.lay_out_fifths(fifths_of_pair(bits(a), bits(b))));
                     for block in [a, b] {
                         packed.scales.push_halves(&block[..bits_at]);
                         packed.weights.extend_from_slice(&block[bits_at + 4..]);
@@ -286,8 +311,8 @@ impl PackedRows {
         };
         for (chunk, bytes) in low.chunks_exact(BLOCK).enumerate() {
             self.push_k_chunk(bytes);
-            self.fifths
-                .push(fifths_of_pair(bits(2 * chunk), bits(2 * chunk + 1)));
+            let word = fifths_of_pair(bits(2 * chunk), bits(2 * chunk + 1));
+            self.fifths.push(self.kernel.lay_out_fifths(word));
         }
     }
 
@@ -398,6 +423,7 @@ impl PackedRows {
         let Some(&pair) = self.fifths.get(index / 2) else {
             return 0;
         };
+        let pair = self.kernel.read_fifths(pair);
         // The pair's word holds block A's bits 0-15, B's 0-15, A's 16-31, B's 16-31.
         let shift = if index.is_multiple_of(2) { 0 } else { 16 };
         let half = |word: u64| (word >> shift & 0xFFFF) as u32;
@@ -545,6 +571,21 @@ impl<'a, T> Row<'a, T> {
 fn fifths_of_pair(a: u32, b: u32) -> u64 {
     let (a, b) = (u64::from(a), u64::from(b));
     (a & 0xFFFF) | (b & 0xFFFF) << 16 | (a >> 16) << 32 | (b >> 16) << 48
+}
+
+/// `word` as 8 × 8 bits, transposed: bit `j` of byte `i` goes to bit `i` of byte `j`.
+fn transpose_bits(word: u64) -> u64 {
+    // Swaps the bits across the diagonal in 1 × 1, then 2 × 2, then 4 × 4 squares.
+    let mut word = word;
+    for (shift, mask) in [
+        (7, 0x00AA_00AA_00AA_00AA_u64),
+        (14, 0x0000_CCCC_0000_CCCC),
+        (28, 0x0000_0000_F0F0_F0F0),
+    ] {
+        let swapped = (word ^ word >> shift) & mask;
+        word ^= swapped ^ swapped << shift;
+    }
+    word
 }
 
 /// The f16 at the start of `bytes`.
@@ -753,9 +794,10 @@ mod x86 {
     #[cfg(target_arch = "x86_64")]
     mod pairs {
         use std::arch::x86_64::{
-            __m128, _mm_add_ps, _mm_add_ss, _mm_castsi128_ps, _mm_cvtph_ps, _mm_cvtsi32_si128,
-            _mm_cvtsi64_si128, _mm_cvtss_f32, _mm_loadl_epi64, _mm_movehl_ps, _mm_mul_ps,
-            _mm_set1_ps, _mm_setr_ps, _mm_setzero_ps, _mm_shuffle_ps,
+            __m128, __m128i, _mm_add_ps, _mm_add_ss, _mm_castsi128_ps, _mm_cvtepi32_ps,
+            _mm_cvtepu8_epi32, _mm_cvtph_ps, _mm_cvtsi32_si128, _mm_cvtsi64_si128, _mm_cvtss_f32,
+            _mm_loadl_epi64, _mm_loadu_ps, _mm_movehl_ps, _mm_mul_ps, _mm_set1_ps, _mm_setr_epi8,
+            _mm_setr_ps, _mm_setzero_ps, _mm_shuffle_epi8, _mm_shuffle_ps, _mm_srli_si128,
         };
 
         use crate::packed::{BLOCK, HalfPairScales, HalfScales, SUPER_BLOCK, SuperBlockScales};
@@ -775,7 +817,19 @@ mod x86 {
             }
         }
 
-        /// A row's scales, read a pair of blocks at a time.
+        /// Values `at` to `at + 3` of `values`.
+        #[allow(clippy::inline_always)]
+        #[inline(always)]
+        pub(super) fn four(values: &[f32], at: usize) -> __m128 {
+            assert!(at + 4 <= values.len());
+            // SAFETY: in bounds, as just checked; the load is unaligned.
+            #[allow(unsafe_code)]
+            unsafe {
+                _mm_loadu_ps(values.as_ptr().add(at))
+            }
+        }
+
+        /// A row's scales, read a pair of blocks at a time, or two pairs.
         pub(in crate::packed) trait PairScales: Copy {
             /// Pair `pair`'s two scales and two minimums, each in lanes 0 and 1 (0 in 2 and 3).
             ///
@@ -783,6 +837,25 @@ mod x86 {
             /// The CPU has F16C.
             #[allow(unsafe_code)]
             unsafe fn of_pair(self, pair: usize) -> (__m128, __m128);
+
+            /// Blocks `4 · step` to `4 · step + 3`'s scales and minimums, a lane a block.
+            ///
+            /// # Safety
+            /// The CPU has F16C and AVX2.
+            #[allow(unsafe_code)]
+            unsafe fn of_two_pairs(self, step: usize) -> (__m128, __m128);
+        }
+
+        /// `values[at..at + 4]`'s 8 bytes in the low half of a vector.
+        #[allow(clippy::inline_always)]
+        #[inline(always)]
+        fn eight_bytes<T>(values: &[T], at: usize) -> __m128i {
+            assert!(size_of::<T>() == 2 && at + 4 <= values.len());
+            // SAFETY: 8 bytes in bounds, as just checked; the load is unaligned.
+            #[allow(unsafe_code)]
+            unsafe {
+                _mm_loadl_epi64(values.as_ptr().add(at).cast())
+            }
         }
 
         // Each runs once a pair of blocks, inside the kernels' loops: always inlined, where it
@@ -797,6 +870,16 @@ mod x86 {
                 // SAFETY: the CPU has F16C, as the caller promised (and SSE, as every x86-64).
                 unsafe {
                     let scales = _mm_cvtph_ps(_mm_cvtsi32_si128(bits.cast_signed()));
+                    (scales, _mm_mul_ps(scales, _mm_set1_ps(self.minimum_factor)))
+                }
+            }
+
+            #[allow(clippy::inline_always, unsafe_code)]
+            #[inline(always)]
+            unsafe fn of_two_pairs(self, step: usize) -> (__m128, __m128) {
+                // SAFETY: the CPU has F16C, as the caller promised.
+                unsafe {
+                    let scales = _mm_cvtph_ps(eight_bytes(self.scales, 4 * step));
                     (scales, _mm_mul_ps(scales, _mm_set1_ps(self.minimum_factor)))
                 }
             }
@@ -821,6 +904,22 @@ mod x86 {
                     )
                 }
             }
+
+            /// The f16 scales and minimums converted by `vcvtph2ps`, two blocks' at a time.
+            #[allow(clippy::inline_always, unsafe_code)]
+            #[inline(always)]
+            unsafe fn of_two_pairs(self, step: usize) -> (__m128, __m128) {
+                // SAFETY: the CPU has F16C, as the caller promised.
+                unsafe {
+                    // Scale, minimum, scale, minimum: blocks 0 and 1, then 2 and 3.
+                    let front = _mm_cvtph_ps(eight_bytes(self.0, 8 * step));
+                    let back = _mm_cvtph_ps(eight_bytes(self.0, 8 * step + 4));
+                    (
+                        _mm_shuffle_ps::<0b10_00_10_00>(front, back),
+                        _mm_shuffle_ps::<0b11_01_11_01>(front, back),
+                    )
+                }
+            }
         }
 
         impl PairScales for SuperBlockScales<'_> {
@@ -841,6 +940,29 @@ mod x86 {
                             0.0,
                             0.0,
                         ),
+                    )
+                }
+            }
+
+            /// The four blocks' 6-bit values spread to 32 bits, converted and multiplied by
+            /// their super-block's factors (the four lie in one: it has eight).
+            #[allow(clippy::inline_always, unsafe_code)]
+            #[inline(always)]
+            unsafe fn of_two_pairs(self, step: usize) -> (__m128, __m128) {
+                let [d, minus_dmin] = self.factors[4 * step * BLOCK / SUPER_BLOCK];
+                // SAFETY: the CPU has AVX2, as the caller promised, and so SSSE3 and SSE4.1.
+                unsafe {
+                    // Scale, minimum, scale, minimum, … a byte each: the scales to bytes 0-3,
+                    // the minimums to bytes 4-7.
+                    let apart = _mm_shuffle_epi8(
+                        eight_bytes(self.units, 4 * step),
+                        _mm_setr_epi8(0, 2, 4, 6, 1, 3, 5, 7, 0, 0, 0, 0, 0, 0, 0, 0),
+                    );
+                    let scales = _mm_cvtepi32_ps(_mm_cvtepu8_epi32(apart));
+                    let minimums = _mm_cvtepi32_ps(_mm_cvtepu8_epi32(_mm_srli_si128::<4>(apart)));
+                    (
+                        _mm_mul_ps(scales, _mm_set1_ps(d)),
+                        _mm_mul_ps(minimums, _mm_set1_ps(minus_dmin)),
                     )
                 }
             }
@@ -968,14 +1090,14 @@ mod x86 {
         use std::arch::x86_64::{
             __m128, __m256, __m256i, _mm_add_ps, _mm_fmadd_ps, _mm_mul_ps, _mm_setzero_ps,
             _mm256_add_epi16, _mm256_add_ps, _mm256_and_si256, _mm256_castps128_ps256,
-            _mm256_castps256_ps128, _mm256_cmpeq_epi8, _mm256_cvtepi32_ps, _mm256_extractf128_ps,
-            _mm256_fmadd_ps, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_maddubs_epi16,
-            _mm256_or_si256, _mm256_permutevar8x32_ps, _mm256_set1_epi8, _mm256_set1_epi16,
-            _mm256_set1_epi32, _mm256_set1_epi64x, _mm256_setr_epi32, _mm256_setr_epi64x,
-            _mm256_setzero_ps, _mm256_shuffle_epi8, _mm256_sign_epi8, _mm256_srli_epi16,
+            _mm256_castps256_ps128, _mm256_cvtepi32_ps, _mm256_extractf128_ps, _mm256_fmadd_ps,
+            _mm256_loadu_si256, _mm256_madd_epi16, _mm256_maddubs_epi16, _mm256_or_si256,
+            _mm256_permutevar8x32_ps, _mm256_set1_epi8, _mm256_set1_epi16, _mm256_set1_epi32,
+            _mm256_set1_epi64x, _mm256_setr_epi32, _mm256_setr_epi64x, _mm256_setzero_ps,
+            _mm256_sign_epi8, _mm256_sllv_epi64, _mm256_srli_epi16, _mm256_srlv_epi64,
         };
 
-        use super::pairs::{PairScales, horizontal_sum, two};
+        use super::pairs::{PairScales, four, horizontal_sum, two};
         use crate::packed::{Activations, BLOCK, HalfScales, Row};
 
         row_loops!("avx2,fma,f16c");
@@ -1037,62 +1159,83 @@ mod x86 {
             horizontal_sum_of_eight(_mm256_add_ps(sums[0], sums[1]))
         }
 
-        /// 16 in byte `i` where bit `i` of `bits` is set, else 0.
+        /// Pair `pair`'s 64 weights times the activations in the same order, summed four to a
+        /// lane: lanes 0-3 block A's, 4-7 block B's. Its 32 bytes of nibbles split into the low
+        /// and the high nibbles of both blocks (unsigned, 0-15, or with `FIVES` 0-31: 16 added
+        /// where the pair's word has the weight's bit).
+        #[inline]
         #[target_feature(enable = "avx2")]
-        fn sixteens(bits: u32) -> __m256i {
-            // Byte i takes the byte of `bits` that holds bit i, then tests bit i % 8 of it.
-            let holders = _mm256_setr_epi64x(
-                0,
-                0x0101_0101_0101_0101,
-                0x0202_0202_0202_0202,
-                0x0303_0303_0303_0303,
+        fn pair_products<const FIVES: bool, S>(
+            weights: &Row<'_, S>,
+            pair: usize,
+            x: &Activations,
+        ) -> __m256i {
+            let at = pair * BLOCK;
+            let packed = load(weights.bytes, at);
+            let low_nibbles = _mm256_set1_epi8(0x0F);
+            let mut low = _mm256_and_si256(packed, low_nibbles);
+            let mut high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_nibbles);
+            if FIVES {
+                // Byte j of the word holds bit j of each 8-byte lane, lane l of the low
+                // nibbles' in bit 4 + l and of the high ones' in bit l (`Kernel::lay_out_fifths`):
+                // shifted by l, or by 4 − l, each reaches bit 4.
+                let word = _mm256_set1_epi64x(weights.fifths[pair].cast_signed());
+                let sixteens = _mm256_set1_epi8(16);
+                let shifted = [
+                    _mm256_srlv_epi64(word, _mm256_setr_epi64x(0, 1, 2, 3)),
+                    _mm256_sllv_epi64(word, _mm256_setr_epi64x(4, 3, 2, 1)),
+                ];
+                low = _mm256_or_si256(low, _mm256_and_si256(shifted[0], sixteens));
+                high = _mm256_or_si256(high, _mm256_and_si256(shifted[1], sixteens));
+            }
+            // Each 16-bit lane of the two pair sums is at most 2 · 31 · 127: their sum stays
+            // under 2¹⁵, so one `vpmaddwd` widens both.
+            let pair_sums = _mm256_add_epi16(
+                _mm256_maddubs_epi16(low, load(&x.bytes, 2 * at)),
+                _mm256_maddubs_epi16(high, load(&x.bytes, 2 * at + BLOCK)),
             );
-            let spread = _mm256_shuffle_epi8(_mm256_set1_epi32(bits.cast_signed()), holders);
-            let bit = _mm256_set1_epi64x(0x8040_2010_0804_0201_u64.cast_signed());
-            let set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
-            _mm256_and_si256(set, _mm256_set1_epi8(16))
+            _mm256_madd_epi16(pair_sums, _mm256_set1_epi16(1))
         }
 
-        /// Two blocks a step: 32 bytes of nibbles split into the low and the high nibbles of
-        /// both blocks (unsigned, 0-15, or with `FIVES` 0-31: 16 added where the pair's word
-        /// has the weight's bit), each times the activations (signed) in the same order; lanes
-        /// 0-3 hold the first block, 4-7 the second. The minimums times the activations' block
-        /// sums add up apart.
+        /// Two pairs of blocks a step ([`pair_products`]), their four blocks' scales read and
+        /// converted at once, into two sums, so that one pair's multiply-add need not wait for
+        /// the other's; a last pair alone. The minimums times the activations' block sums add
+        /// up apart.
         #[inline]
         #[target_feature(enable = "avx2,fma,f16c")]
         fn nibbles_row<const FIVES: bool, S: PairScales>(
             weights: &Row<'_, S>,
             x: &Activations,
         ) -> f32 {
-            let halves = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
-            let low_nibbles = _mm256_set1_epi8(0x0F);
-            let mut sum = _mm256_setzero_ps();
+            let lanes = [
+                _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1),
+                _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3),
+            ];
+            let mut sums = [_mm256_setzero_ps(); 2];
             let mut minimums = _mm_setzero_ps();
-            for pair in 0..weights.bytes.len() / BLOCK {
-                let at = pair * BLOCK;
-                let packed = load(weights.bytes, at);
-                let mut low = _mm256_and_si256(packed, low_nibbles);
-                let mut high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_nibbles);
-                if FIVES {
-                    let bits = weights.fifths[pair];
-                    low = _mm256_or_si256(low, sixteens(bits as u32));
-                    high = _mm256_or_si256(high, sixteens((bits >> 32) as u32));
+            let pairs = weights.bytes.len() / BLOCK;
+            for step in 0..pairs / 2 {
+                // SAFETY: this kernel's CPUs have F16C and AVX2.
+                #[allow(unsafe_code)]
+                let (scales, step_minimums) = unsafe { weights.scales.of_two_pairs(step) };
+                let scales = _mm_mul_ps(scales, four(&x.scales, 4 * step));
+                minimums = _mm_fmadd_ps(step_minimums, four(&x.block_sums, 4 * step), minimums);
+                for (half, sum) in sums.iter_mut().enumerate() {
+                    let products = pair_products::<FIVES, S>(weights, 2 * step + half, x);
+                    *sum = add_scaled(*sum, products, scales, lanes[half]);
                 }
-                // Each 16-bit lane of the two pair sums is at most 2 · 31 · 127: their sum stays
-                // under 2¹⁵, so one `vpmaddwd` widens both.
-                let pair_sums = _mm256_add_epi16(
-                    _mm256_maddubs_epi16(low, load(&x.bytes, 2 * at)),
-                    _mm256_maddubs_epi16(high, load(&x.bytes, 2 * at + BLOCK)),
-                );
-                let products = _mm256_madd_epi16(pair_sums, _mm256_set1_epi16(1));
+            }
+            if pairs % 2 == 1 {
+                let pair = pairs - 1;
                 // SAFETY: this kernel's CPUs have F16C.
                 #[allow(unsafe_code)]
                 let (scales, pair_minimums) = unsafe { weights.scales.of_pair(pair) };
                 let scales = _mm_mul_ps(scales, two(&x.scales, 2 * pair));
-                sum = add_scaled(sum, products, scales, halves);
                 minimums = _mm_fmadd_ps(pair_minimums, two(&x.block_sums, 2 * pair), minimums);
+                let products = pair_products::<FIVES, S>(weights, pair, x);
+                sums[0] = add_scaled(sums[0], products, scales, lanes[0]);
             }
-            horizontal_sum_of_eight(sum) + horizontal_sum(minimums)
+            horizontal_sum_of_eight(_mm256_add_ps(sums[0], sums[1])) + horizontal_sum(minimums)
         }
     }
 }
@@ -1161,15 +1304,25 @@ mod tests {
                 "skipped: this CPU has neither AVX2 nor AVX-512 VNNI, so candle's kernels decode"
             );
         }
+        // Rows of 12 pairs of blocks, and of 9 (SmolLM2's width), where a kernel that takes two
+        // pairs a step takes the last alone; K-quants' rows are whole super-blocks.
+        let shapes = |dtype: GgmlDType| match dtype.block_size() {
+            BLOCK => vec![768, 576],
+            _ => vec![768],
+        };
         for kernel in Kernel::all_here() {
-            for dtype in FORMATS {
-                let weights = QTensor::quantize(&random(70, 768, 7), dtype).unwrap();
+            for (dtype, columns) in FORMATS.into_iter().flat_map(|dtype| {
+                shapes(dtype)
+                    .into_iter()
+                    .map(move |columns| (dtype, columns))
+            }) {
+                let weights = QTensor::quantize(&random(70, columns, 7), dtype).unwrap();
                 let packed = PackedRows::for_kernel(&weights, kernel).unwrap().unwrap();
-                let x = values(&random(1, 768, 11));
+                let x = values(&random(1, columns, 11));
                 let ours = packed.product(&x).unwrap();
                 let file = values(&weights.dequantize(&Device::Cpu).unwrap());
                 let seen = as_quantized(&x);
-                for (row, &value) in file.chunks_exact(768).zip(&ours) {
+                for (row, &value) in file.chunks_exact(columns).zip(&ours) {
                     let (exact, size) = exact_and_size(row, &seen);
                     let error = (f64::from(value) - exact).abs();
                     assert!(
@@ -1179,6 +1332,30 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Each kernel reads back the fifth bits it laid out; AVX2's layout transposes the word's
+    /// bytes and bits.
+    #[test]
+    fn fifth_bits_read_back_from_each_kernels_layout() {
+        for bit in 0..64 {
+            assert_eq!(transpose_bits(1 << bit), 1 << (8 * (bit % 8) + bit / 8));
+        }
+        for kernel in [Kernel::Avx512Vnni, Kernel::Avx2] {
+            for word in [
+                0,
+                u64::MAX,
+                0x0123_4567_89AB_CDEF,
+                1 << 63,
+                0xF0F0_0000_0000_0F0F,
+            ] {
+                assert_eq!(kernel.read_fifths(kernel.lay_out_fifths(word)), word);
+            }
+        }
+        // Low nibbles' lane 1, byte 2 (bit 10 of the pair's word) is bit 5 of byte 2.
+        assert_eq!(Kernel::Avx2.lay_out_fifths(1 << 10), 1 << (8 * 2 + 5));
+        // High nibbles' lane 3, byte 7 (bit 63) is bit 3 of byte 7.
+        assert_eq!(Kernel::Avx2.lay_out_fifths(1 << 63), 1 << (8 * 7 + 3));
     }
 
     /// Many rows at once (the prompt's product) are, row by row, the file's weights times the
