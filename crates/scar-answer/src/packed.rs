@@ -8,7 +8,9 @@
 //!   a time. The first pairs an unsigned byte with a signed one and saturates at 16 bits, which
 //!   these operands never reach: activations' magnitudes (at most 127) against weights of −127
 //!   to 127, or nibbles (at most 31 with a fifth bit) against activations, whose pair sums a
-//!   step adds two of before widening.
+//!   step adds two of before widening. Its nibble loop takes two pairs of blocks a step, their
+//!   four scales converted at once, and finds the fifth bits laid out so that one shift a lane
+//!   places them ([`Kernel::lay_out_fifths`]).
 //!
 //! Formats: `Q8_0`; nibbles with a scale and a minimum per block of 32, which hold `Q4_1` as
 //! stored, `Q4_0` (its minimum is −8 × its scale) and `Q4_K` (each 32-weight sub-block's 6-bit
