@@ -189,7 +189,7 @@ impl PackedRows {
     }
 
     /// [`Self::from_tensor`] for one of the kernels that [`Kernel::best`] or
-    /// [`Kernel::all_here`] gave.
+    /// `Kernel::all_here` (tests) gave.
     fn for_kernel(tensor: &QTensor, kernel: Kernel) -> Result<Option<Self>> {
         let &[rows, columns] = tensor.shape().dims() else {
             return Ok(None);
