@@ -105,8 +105,8 @@ impl Kernel {
     /// takes that word as it is, a mask with bit `i` for byte `i` of the split nibbles (the low
     /// nibbles' 32 bytes, then the high ones'). AVX2 reads them in eight lanes of 8 bytes,
     /// lane `l` holding bytes `8l` to `8l + 7`; its word is transposed so that byte `j` holds
-    /// byte `j` of every lane, the high nibbles' lanes in bits 0-3 and the low ones' in bits
-    /// 4-7, and one shift a lane puts each bit in the 16s' place of its byte
+    /// the bit of byte `j` of every lane, the high nibbles' lanes in bits 0-3 and the low ones'
+    /// in bits 4-7, and one shift a lane puts each bit in the 16s' place of its byte
     /// (`avx2::pair_products`).
     fn lay_out_fifths(self, word: u64) -> u64 {
         match self {
@@ -1178,9 +1178,9 @@ mod x86 {
             let mut low = _mm256_and_si256(packed, low_nibbles);
             let mut high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_nibbles);
             if FIVES {
-                // Byte j of the word holds bit j of each 8-byte lane, lane l of the low
-                // nibbles' in bit 4 + l and of the high ones' in bit l (`Kernel::lay_out_fifths`):
-                // shifted by l, or by 4 − l, each reaches bit 4.
+                // Byte j of the word holds the bit of byte j of each 8-byte lane, lane l of the
+                // low nibbles' in bit 4 + l and of the high ones' in bit l
+                // (`Kernel::lay_out_fifths`): shifted by l, or by 4 − l, each reaches bit 4.
                 let word = _mm256_set1_epi64x(weights.fifths[pair].cast_signed());
                 let sixteens = _mm256_set1_epi8(16);
                 let shifted = [
