@@ -3,10 +3,10 @@
 //!
 //! - [`Linear`]: one token goes through the quantized weights with quantized dot products
 //!   (decoding is bound by memory, and the quantized weights are the fewest bytes to read):
-//!   `Q8_0`, `Q4_0`, `Q4_1`, `Q4_K`, `Q5_0`, `Q5_1` and `Q5_K` weights through our products
-//!   ([`PackedRows`], AVX2 or AVX-512 VNNI) where the CPU has them, the rest through candle's
-//!   kernels. A whole prompt is bound by arithmetic instead: it goes through byte products too,
-//!   many rows at once (`packed/batched.rs`: these formats and `Q6_K`, on AVX2 all but
+//!   `Q8_0`, `Q4_0`, `Q4_1`, `Q4_K`, `Q5_0`, `Q5_1`, `Q5_K` and `Q6_K` weights through our
+//!   products ([`PackedRows`], AVX2 or AVX-512 VNNI) where the CPU has them, the rest through
+//!   candle's kernels. A whole prompt is bound by arithmetic instead: it goes through byte
+//!   products too, many rows at once (`packed/batched.rs`: these formats, on AVX2 all but
 //!   `Q8_0`); the rest through one f32 matrix product with the weights dequantized for the call
 //!   (one pass over the weights, shared by every row).
 //! - [`KvCache`]: keys and values written in place into room that doubles when full, rather
@@ -22,7 +22,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use candle_core::quantized::gguf_file::{Content, Value};
-use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
+use candle_core::quantized::{QMatMul, QTensor};
 use candle_core::{CpuStorage, CustomOp2, D, DType, Device, Layout, Module, Result, Shape, Tensor};
 use candle_transformers::quantized_nn::RmsNorm;
 
@@ -37,8 +37,8 @@ const BATCHED_ROWS: usize = 16;
 
 /// A weight matrix, applied as `x · Wᵀ`.
 pub(crate) enum Linear {
-    /// `Q8_0`, `Q4_0`, `Q4_1`, `Q4_K`, `Q5_0`, `Q5_1` or `Q5_K` weights in our layout, on a CPU
-    /// with AVX2.
+    /// `Q8_0`, `Q4_0`, `Q4_1`, `Q4_K`, `Q5_0`, `Q5_1`, `Q5_K` or `Q6_K` weights in our layout,
+    /// on a CPU with AVX2.
     Rows(PackedRows),
     /// Any other weights, through candle.
     Candle {
@@ -87,12 +87,6 @@ impl Linear {
                 let batched = matches!(quantized, QMatMul::QTensor(_)) && x.device().is_cpu();
                 if rows < BATCHED_ROWS || !batched {
                     return quantized.forward(x);
-                }
-                if weight.dtype() == GgmlDType::Q6K {
-                    let values = x.flatten_all()?.to_vec1::<f32>()?;
-                    if let Some(out) = crate::packed::six_bit_product_rows(weight, &values, rows)? {
-                        return rows_like(out, x, rows);
-                    }
                 }
                 x.broadcast_matmul(&weight.dequantize(x.device())?.t()?)
             }

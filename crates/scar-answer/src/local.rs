@@ -25,8 +25,8 @@ use crate::{
 /// How many recent tokens the repetition penalty looks back over.
 const REPEAT_WINDOW: usize = 64;
 
-/// The instructions this CPU decodes `Q8_0`, `Q4_0`, `Q4_1`, `Q4_K`, `Q5_0`, `Q5_1` and `Q5_K`
-/// weights with through our own products (`AVX-512 VNNI` or `AVX2`), or `None` where they go
+/// The instructions this CPU decodes `Q8_0`, `Q4_0`, `Q4_1`, `Q4_K`, `Q5_0`, `Q5_1`, `Q5_K` and
+/// `Q6_K` weights with through our own products (`AVX-512 VNNI` or `AVX2`), or `None` where they go
 /// through candle's kernels and `Q4_1`, `Q5_0` and `Q5_1` are converted at load (see
 /// [`LoadOptions::requantize`]).
 #[must_use]
@@ -40,7 +40,7 @@ pub fn decoding_instructions() -> Option<&'static str> {
 pub fn cpu_decoding() -> String {
     match crate::packed::Kernel::best() {
         Some(kernel) => format!(
-            "Q8_0, Q4_0, Q4_1, Q4_K, Q5_0, Q5_1 and Q5_K weights decoded on {}, prompts of {} \
+            "Q8_0, Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K and Q6_K weights decoded on {}, prompts of {} \
              weights read in its byte products; other formats through candle's kernels{}",
             kernel.name(),
             kernel.prompt_formats(),

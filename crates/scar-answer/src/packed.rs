@@ -16,11 +16,12 @@
 //! stored, `Q4_0` (its minimum is −8 × its scale) and `Q4_K` (each 32-weight sub-block's 6-bit
 //! scale and minimum times the super-block's f16 factors, exact in f32); and nibbles with a
 //! fifth bit each, which hold `Q5_1` as stored, `Q5_0` (its minimum is −16 × its scale) and
-//! `Q5_K` (scales and minimums as `Q4_K`'s): the file's weights exactly, in every case. Decoding
+//! `Q5_K` (scales and minimums as `Q4_K`'s); and `Q6_K`'s super-blocks as the file holds them,
+//! read by the AVX2 loop on both kernels: the file's weights exactly, in every case. Decoding
 //! streams every weight once a token, so the scales keep the file's widths too: its f16 scales
 //! (and `Q4_1`'s and `Q5_1`'s f16 minimums; `Q4_0`'s and `Q5_0`'s are a multiple of the scale),
 //! or a K-quant's 6-bit scales and minimums a byte each with its super-block's factors. A step
-//! reads the file's bytes (8 more a super-block for the K-quants, 4 to 6%), where f32 scales
+//! reads the file's bytes (8 more a super-block for `Q4_K` and `Q5_K`, 4 to 6%), where f32 scales
 //! read up to a third more (`Q4_0`, `Q4_K`). Rows are split across candle's own worker
 //! threads, which run the rest of the model (a second pool would compete with them for the
 //! cores); each kernel loops over its share of rows itself.
@@ -30,8 +31,6 @@
 //! (`batched.rs`).
 
 mod batched;
-
-pub(crate) use batched::six_bit_product_rows;
 
 use std::sync::atomic::AtomicU32;
 
@@ -148,6 +147,10 @@ enum Format {
     /// `Nibbles` with a fifth bit above each nibble; weight = scale · (nibble + 16 · bit) +
     /// minimum.
     Fives,
+    /// `Q6_K`'s super-blocks as the file holds them, scales and all (see
+    /// [`batched::q6_k_span`]): weight = d · scale · (six bits − 32), a signed 8-bit scale per
+    /// span of 16 weights.
+    Sixes,
 }
 
 impl Format {
@@ -156,6 +159,7 @@ impl Format {
         match self {
             Self::Q8_0 => weights,
             Self::Nibbles | Self::Fives => weights / 2,
+            Self::Sixes => weights / SUPER_BLOCK * batched::Q6_K_BLOCK_BYTES,
         }
     }
 }
@@ -178,7 +182,7 @@ pub(crate) struct PackedRows {
 
 impl PackedRows {
     /// `tensor` laid out for our product, or `None` where it cannot run: not `Q8_0`, `Q4_0`,
-    /// `Q4_1`, `Q4_K`, `Q5_0`, `Q5_1` or `Q5_K`, not on the CPU, rows that are not whole pairs
+    /// `Q4_1`, `Q4_K`, `Q5_0`, `Q5_1`, `Q5_K` or `Q6_K`, not on the CPU, rows that are not whole pairs
     /// of blocks, a CPU without AVX2, FMA and F16C, or a `Q8_0` weight of −128 (which
     /// llama.cpp never writes, and whose sign the product could not turn).
     pub(crate) fn from_tensor(tensor: &QTensor) -> Result<Option<Self>> {
@@ -201,6 +205,7 @@ impl PackedRows {
             GgmlDType::Q8_0 => Format::Q8_0,
             GgmlDType::Q4_0 | GgmlDType::Q4_1 | GgmlDType::Q4K => Format::Nibbles,
             GgmlDType::Q5_0 | GgmlDType::Q5_1 | GgmlDType::Q5K => Format::Fives,
+            GgmlDType::Q6K => Format::Sixes,
             _ => return Ok(None),
         };
         let data = tensor.data()?;
@@ -210,6 +215,7 @@ impl PackedRows {
             GgmlDType::Q4_0 => Scales::halves(blocks, -8.0),
             GgmlDType::Q5_0 => Scales::halves(blocks, -16.0),
             GgmlDType::Q4_1 | GgmlDType::Q5_1 => Scales::HalfPairs(Vec::with_capacity(2 * blocks)),
+            GgmlDType::Q6K => Scales::InBlocks,
             _ => Scales::SuperBlocks {
                 units: Vec::with_capacity(blocks),
                 factors: Vec::with_capacity(blocks / (SUPER_BLOCK / BLOCK)),
@@ -284,6 +290,7 @@ impl PackedRows {
                     packed.push_q4_k(block);
                 }
             }
+            GgmlDType::Q6K => packed.weights.extend_from_slice(&data),
             _ => return Ok(None),
         }
         Ok(Some(packed))
@@ -403,6 +410,16 @@ impl PackedRows {
                     );
                 }
             }
+            Format::Sixes => {
+                let mut unpacked = [0u8; batched::Q6_K_SPAN];
+                for block in self.weights.chunks_exact(batched::Q6_K_BLOCK_BYTES) {
+                    for span in 0..SUPER_BLOCK / batched::Q6_K_SPAN {
+                        let (scale, _) = batched::q6_k_span(block, span, &mut unpacked);
+                        // As candle and llama.cpp write it: the scale times the signed weight.
+                        values.extend(unpacked.iter().map(|&q| scale * (f32::from(q) - 32.0)));
+                    }
+                }
+            }
         }
         Tensor::from_vec(values, (self.rows, self.columns), device)
     }
@@ -416,6 +433,7 @@ impl PackedRows {
             Scales::Halves { scales, .. } => 2 * scales.len(),
             Scales::HalfPairs(values) => 2 * values.len(),
             Scales::SuperBlocks { units, factors } => 2 * units.len() + 8 * factors.len(),
+            Scales::InBlocks => 0,
         };
         self.weights.len() + 8 * self.fifths.len() + scales
     }
@@ -452,6 +470,8 @@ enum Scales {
         units: Vec<[u8; 2]>,
         factors: Vec<[f32; 2]>,
     },
+    /// `Q6_K`: in the blocks, beside the weights they scale ([`Format::Sixes`]).
+    InBlocks,
 }
 
 impl Scales {
@@ -471,7 +491,9 @@ impl Scales {
         match self {
             Self::Halves { scales, .. } => scales.extend(halves.take(1)),
             Self::HalfPairs(values) => values.extend(halves.take(2)),
-            Self::SuperBlocks { .. } => unreachable!("K-quants' scales come per super-block"),
+            Self::SuperBlocks { .. } | Self::InBlocks => {
+                unreachable!("K-quants' scales come per super-block")
+            }
         }
     }
 
@@ -498,6 +520,7 @@ impl Scales {
                     units: &units[blocks_of_row],
                 })
             }
+            Self::InBlocks => RowScales::InBlocks,
         }
     }
 
@@ -518,6 +541,7 @@ impl Scales {
                 let [scale, minimum] = units[index];
                 (d * f32::from(scale), minus_dmin * f32::from(minimum))
             }
+            Self::InBlocks => unreachable!("`Q6_K`'s spans are read from its blocks"),
         }
     }
 }
@@ -529,6 +553,7 @@ enum RowScales<'a> {
     Halves(HalfScales<'a>),
     HalfPairs(HalfPairScales<'a>),
     SuperBlocks(SuperBlockScales<'a>),
+    InBlocks,
 }
 
 /// [`Scales::Halves`] of one row.
@@ -628,18 +653,18 @@ fn quantize_block(values: &[f32], out: &mut [i8]) -> f32 {
 /// and rounded signed bytes, laid out as the weights' format and the kernel need them.
 struct Activations {
     /// `Q8_0`: the bytes' magnitudes, the unsigned side of the byte products (the weights'
-    /// signs are turned by the activations'). `Nibbles` and `Fives`: the signed bytes, each pair of blocks
-    /// in the order of the weights' nibbles once split (block A's 0-15, B's 0-15, A's 16-31,
-    /// B's 16-31).
+    /// signs are turned by the activations'). `Nibbles` and `Fives`: the signed bytes, each
+    /// pair of blocks in the order of the weights' nibbles once split (block A's 0-15, B's
+    /// 0-15, A's 16-31, B's 16-31). `Sixes`: the signed bytes in their order.
     bytes: Vec<u8>,
     /// `Q8_0` on AVX-512: bit `i` of word `p` is set when value `64·p + i` is negative.
     negative: Vec<u64>,
     /// `Q8_0` on AVX2: the signed bytes, whose signs `vpsignb` gives the weights.
     signs: Vec<u8>,
     scales: Vec<f32>,
-    /// `Nibbles` and `Fives`: each block's scale times the sum of its bytes, which the weights' minimums
-    /// multiply.
-    block_sums: Vec<f32>,
+    /// Each span's block scale times the sum of its bytes, which the weights' minimums
+    /// multiply: `Nibbles` and `Fives` a span a block, `Sixes` a span of 16.
+    span_sums: Vec<f32>,
 }
 
 impl Activations {
@@ -655,7 +680,7 @@ impl Activations {
             negative: Vec::new(),
             signs: Vec::new(),
             scales,
-            block_sums: Vec::new(),
+            span_sums: Vec::new(),
         };
         match format {
             Format::Q8_0 => {
@@ -685,15 +710,31 @@ impl Activations {
                             .extend(half.iter().map(|q| q.cast_unsigned()));
                     }
                 }
-                activations.block_sums = quantized
-                    .chunks_exact(BLOCK)
-                    .zip(&activations.scales)
-                    .map(|(block, scale)| scale * block.iter().map(|&q| f32::from(q)).sum::<f32>())
-                    .collect();
+                activations.span_sums = span_sums(&quantized, BLOCK, &activations.scales);
+            }
+            Format::Sixes => {
+                activations
+                    .bytes
+                    .extend(quantized.iter().map(|q| q.cast_unsigned()));
+                activations.span_sums =
+                    span_sums(&quantized, batched::Q6_K_SPAN, &activations.scales);
             }
         }
         activations
     }
+}
+
+/// Each span of `span` bytes' sum times the scale of the block of 32 it lies in.
+fn span_sums(quantized: &[i8], span: usize, block_scales: &[f32]) -> Vec<f32> {
+    quantized
+        .chunks_exact(span)
+        .enumerate()
+        .map(|(index, bytes)| {
+            // Exact: at most 32 bytes.
+            let sum: f32 = bytes.iter().map(|&q| f32::from(q)).sum();
+            block_scales[index * span / BLOCK] * sum
+        })
+        .collect()
 }
 
 mod x86 {
@@ -734,6 +775,9 @@ mod x86 {
                     (Kernel::Avx2, Format::Fives) => {
                         avx2::nibbles_rows::<true>(matrix, rows, x, out);
                     }
+                    // Every CPU with AVX-512 VNNI that `Kernel::best` takes has AVX2, FMA and
+                    // F16C too.
+                    (_, Format::Sixes) => avx2::six_bit_rows(matrix, rows, x, out),
                 }
             }
         }
@@ -785,6 +829,7 @@ mod x86 {
                         RowScales::SuperBlocks(scales) => {
                             nibbles_row::<FIVES, _>(&weights.with_scales(scales), x)
                         }
+                        RowScales::InBlocks => unreachable!("nibbles' scales are kept apart"),
                     };
                     out[row].store(value.to_bits(), std::sync::atomic::Ordering::Relaxed);
                 }
@@ -1081,7 +1126,7 @@ mod x86 {
                 let (scales, pair_minimums) = unsafe { weights.scales.of_pair(pair) };
                 let scales = _mm_mul_ps(scales, two(&x.scales, 2 * pair));
                 sum = add_scaled(sum, products, scales, halves);
-                minimums = _mm_fmadd_ps(pair_minimums, two(&x.block_sums, 2 * pair), minimums);
+                minimums = _mm_fmadd_ps(pair_minimums, two(&x.span_sums, 2 * pair), minimums);
             }
             _mm512_reduce_add_ps(sum) + horizontal_sum(minimums)
         }
@@ -1090,19 +1135,156 @@ mod x86 {
     #[cfg(target_arch = "x86_64")]
     mod avx2 {
         use std::arch::x86_64::{
-            __m128, __m256, __m256i, _mm_add_ps, _mm_fmadd_ps, _mm_mul_ps, _mm_setzero_ps,
-            _mm256_add_epi16, _mm256_add_ps, _mm256_and_si256, _mm256_castps128_ps256,
-            _mm256_castps256_ps128, _mm256_cvtepi32_ps, _mm256_extractf128_ps, _mm256_fmadd_ps,
-            _mm256_loadu_si256, _mm256_madd_epi16, _mm256_maddubs_epi16, _mm256_or_si256,
-            _mm256_permutevar8x32_ps, _mm256_set1_epi8, _mm256_set1_epi16, _mm256_set1_epi32,
-            _mm256_set1_epi64x, _mm256_setr_epi32, _mm256_setr_epi64x, _mm256_setzero_ps,
-            _mm256_sign_epi8, _mm256_sllv_epi64, _mm256_srli_epi16, _mm256_srlv_epi64,
+            __m128, __m256, __m256i, _mm_add_ps, _mm_broadcastss_ps, _mm_cvtph_ps,
+            _mm_cvtsi32_si128, _mm_fmadd_ps, _mm_loadu_si128, _mm_mul_ps, _mm_setzero_ps,
+            _mm_srli_si128, _mm256_add_epi16, _mm256_add_ps, _mm256_and_si256,
+            _mm256_castps128_ps256, _mm256_castps256_ps128, _mm256_cvtepi8_epi16,
+            _mm256_cvtepi8_epi32, _mm256_cvtepi32_ps, _mm256_extractf128_ps, _mm256_fmadd_ps,
+            _mm256_loadu_ps, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_maddubs_epi16,
+            _mm256_mul_ps, _mm256_or_si256, _mm256_permute2x128_si256, _mm256_permutevar8x32_ps,
+            _mm256_set_m128, _mm256_set1_epi8, _mm256_set1_epi16, _mm256_set1_epi32,
+            _mm256_set1_epi64x, _mm256_setr_epi8, _mm256_setr_epi32, _mm256_setr_epi64x,
+            _mm256_setzero_ps, _mm256_shuffle_epi8, _mm256_sign_epi8, _mm256_slli_epi16,
+            _mm256_sllv_epi64, _mm256_srli_epi16, _mm256_srlv_epi64,
         };
 
         use super::pairs::{PairScales, four, horizontal_sum, two};
-        use crate::packed::{Activations, BLOCK, HalfScales, Row};
+        use crate::packed::batched::{Q6_K_BLOCK_BYTES, Q6_K_SPAN};
+        use crate::packed::{Activations, BLOCK, HalfScales, PackedRows, Row, SUPER_BLOCK};
 
         row_loops!("avx2,fma,f16c");
+
+        /// `Q6_K` rows, on both kernels: this loop is bound by the bytes it reads, which
+        /// AVX-512's wider registers would not read faster.
+        #[target_feature(enable = "avx2,fma,f16c")]
+        pub(super) fn six_bit_rows(
+            matrix: &PackedRows,
+            rows: std::ops::Range<usize>,
+            x: &Activations,
+            out: &[std::sync::atomic::AtomicU32],
+        ) {
+            for row in rows {
+                let value = six_bit_row(matrix.row(row).bytes, x);
+                out[row].store(value.to_bits(), std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+
+        /// 8 values at `at` of `values`.
+        #[target_feature(enable = "avx")]
+        fn eight(values: &[f32], at: usize) -> __m256 {
+            assert!(at + 8 <= values.len());
+            // SAFETY: in bounds, as just checked; the load is unaligned.
+            #[allow(unsafe_code)]
+            unsafe {
+                _mm256_loadu_ps(values.as_ptr().add(at))
+            }
+        }
+
+        /// A `Q6_K` row, a super-block at a time in two halves of 128 weights. A half's 64
+        /// bytes of low nibbles and 32 of high bit pairs make four registers of 32 six-bit
+        /// weights (unsigned, in order), each one block of activations (signed): their 16-bit
+        /// pair sums (at most 2 · 63 · 127) widen in `vpmaddwd` by the spans' 8-bit scales, a
+        /// span of 16 in each 128-bit lane, and the integer sums times `d` and the block's
+        /// scale add up in f32. The −32 in every weight adds up apart: the scales times the
+        /// activations' span sums.
+        #[inline]
+        #[target_feature(enable = "avx2,fma,f16c")]
+        fn six_bit_row(bytes: &[u8], x: &Activations) -> f32 {
+            const HALF: usize = SUPER_BLOCK / 2;
+            // A half's eight scales as 16 bits, in both 128-bit lanes: register `k` takes
+            // scale 2k (bytes 4k, 4k + 1) in its low lane and 2k + 1 in its high one.
+            let span_scales = |k: i8| {
+                let (low_0, low_1, high_0, high_1) = (4 * k, 4 * k + 1, 4 * k + 2, 4 * k + 3);
+                _mm256_setr_epi8(
+                    low_0, low_1, low_0, low_1, low_0, low_1, low_0, low_1, //
+                    low_0, low_1, low_0, low_1, low_0, low_1, low_0, low_1, //
+                    high_0, high_1, high_0, high_1, high_0, high_1, high_0, high_1, //
+                    high_0, high_1, high_0, high_1, high_0, high_1, high_0, high_1,
+                )
+            };
+            let spans = [
+                span_scales(0),
+                span_scales(1),
+                span_scales(2),
+                span_scales(3),
+            ];
+            let (low_nibbles, high_pairs) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(0x30));
+            let mut sums = [_mm256_setzero_ps(); 4];
+            let mut minimums = _mm256_setzero_ps();
+            for (index, block) in bytes.chunks_exact(Q6_K_BLOCK_BYTES).enumerate() {
+                let (low, rest) = block.split_at(HALF);
+                let (high, rest) = rest.split_at(HALF / 2);
+                let (scales, d) = rest.split_at(SUPER_BLOCK / Q6_K_SPAN);
+                // SAFETY: `scales` holds 16 bytes, `d` 2; the loads are unaligned.
+                #[allow(unsafe_code)]
+                let (scales, d) = unsafe {
+                    (
+                        _mm_loadu_si128(scales.as_ptr().cast()),
+                        _mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(u16::from_le_bytes([
+                            d[0], d[1],
+                        ])))),
+                    )
+                };
+                let d = _mm_broadcastss_ps(d);
+                let spans_here = SUPER_BLOCK / Q6_K_SPAN * index;
+                let scaled_sums = _mm256_fmadd_ps(
+                    _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(scales))),
+                    eight(&x.span_sums, spans_here + 8),
+                    _mm256_mul_ps(
+                        _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(scales)),
+                        eight(&x.span_sums, spans_here),
+                    ),
+                );
+                minimums = _mm256_fmadd_ps(scaled_sums, _mm256_set_m128(d, d), minimums);
+                let wide_scales = _mm256_cvtepi8_epi16(scales);
+                for half in 0..2 {
+                    let half_scales = if half == 0 {
+                        _mm256_permute2x128_si256::<0x00>(wide_scales, wide_scales)
+                    } else {
+                        _mm256_permute2x128_si256::<0x11>(wide_scales, wide_scales)
+                    };
+                    let (first, second, bits) = (
+                        load(low, 64 * half),
+                        load(low, 64 * half + 32),
+                        load(high, 32 * half),
+                    );
+                    // Register k's high bits sit at bits 2k and 2k + 1 of `bits`, shifted to
+                    // bits 4 and 5 (shifts of 16-bit lanes: the mask drops what crosses bytes).
+                    let six = [
+                        (first, _mm256_slli_epi16::<4>(bits)),
+                        (second, _mm256_slli_epi16::<2>(bits)),
+                        (_mm256_srli_epi16::<4>(first), bits),
+                        (_mm256_srli_epi16::<4>(second), _mm256_srli_epi16::<2>(bits)),
+                    ]
+                    .map(|(nibbles, pair)| {
+                        _mm256_or_si256(
+                            _mm256_and_si256(nibbles, low_nibbles),
+                            _mm256_and_si256(pair, high_pairs),
+                        )
+                    });
+                    let first_block = SUPER_BLOCK / BLOCK * index + 4 * half;
+                    let block_scales = _mm_mul_ps(d, four(&x.scales, first_block));
+                    for (k, (weights, sum)) in six.into_iter().zip(&mut sums).enumerate() {
+                        let pair_sums = _mm256_maddubs_epi16(
+                            weights,
+                            load(&x.bytes, (first_block + k) * BLOCK),
+                        );
+                        let products = _mm256_madd_epi16(
+                            pair_sums,
+                            _mm256_shuffle_epi8(half_scales, spans[k]),
+                        );
+                        #[allow(clippy::cast_possible_wrap, clippy::cast_possible_truncation)]
+                        let lane = _mm256_set1_epi32(k as i32);
+                        *sum = add_scaled(*sum, products, block_scales, lane);
+                    }
+                }
+            }
+            let sums = _mm256_add_ps(
+                _mm256_add_ps(sums[0], sums[1]),
+                _mm256_add_ps(sums[2], sums[3]),
+            );
+            horizontal_sum_of_eight(sums) - 32.0 * horizontal_sum_of_eight(minimums)
+        }
 
         /// 32 bytes at `at` of `bytes`, which holds at least `at + 32`.
         #[target_feature(enable = "avx2")]
@@ -1221,7 +1403,7 @@ mod x86 {
                 #[allow(unsafe_code)]
                 let (scales, step_minimums) = unsafe { weights.scales.of_two_pairs(step) };
                 let scales = _mm_mul_ps(scales, four(&x.scales, 4 * step));
-                minimums = _mm_fmadd_ps(step_minimums, four(&x.block_sums, 4 * step), minimums);
+                minimums = _mm_fmadd_ps(step_minimums, four(&x.span_sums, 4 * step), minimums);
                 for (half, sum) in sums.iter_mut().enumerate() {
                     let products = pair_products::<FIVES, S>(weights, 2 * step + half, x);
                     *sum = add_scaled(*sum, products, scales, lanes[half]);
@@ -1233,7 +1415,7 @@ mod x86 {
                 #[allow(unsafe_code)]
                 let (scales, pair_minimums) = unsafe { weights.scales.of_pair(pair) };
                 let scales = _mm_mul_ps(scales, two(&x.scales, 2 * pair));
-                minimums = _mm_fmadd_ps(pair_minimums, two(&x.block_sums, 2 * pair), minimums);
+                minimums = _mm_fmadd_ps(pair_minimums, two(&x.span_sums, 2 * pair), minimums);
                 let products = pair_products::<FIVES, S>(weights, pair, x);
                 sums[0] = add_scaled(sums[0], products, scales, lanes[0]);
             }
@@ -1250,7 +1432,7 @@ mod tests {
     use super::*;
 
     /// Every format our product takes.
-    const FORMATS: [GgmlDType; 7] = [
+    const FORMATS: [GgmlDType; 8] = [
         GgmlDType::Q8_0,
         GgmlDType::Q4_0,
         GgmlDType::Q4_1,
@@ -1258,6 +1440,7 @@ mod tests {
         GgmlDType::Q5_0,
         GgmlDType::Q5_1,
         GgmlDType::Q5K,
+        GgmlDType::Q6K,
     ];
 
     fn random(rows: usize, columns: usize, seed: u64) -> Tensor {
@@ -1424,37 +1607,6 @@ mod tests {
         }
     }
 
-    /// `Q6_K` prompts in byte products on every kernel here, against the file's weights times
-    /// the quantized activations.
-    #[test]
-    fn six_bit_products_of_many_rows_are_exact_on_the_files_weights() {
-        let (rows, columns, outputs) = (21, 512, 40);
-        let weights = QTensor::quantize(&random(outputs, columns, 9), GgmlDType::Q6K).unwrap();
-        let file = values(&weights.dequantize(&Device::Cpu).unwrap());
-        let x = values(&random(rows, columns, 17));
-        for kernel in Kernel::all_here() {
-            let ours = batched::six_bit_product_rows_on(kernel, &weights, &x, rows)
-                .unwrap()
-                .unwrap();
-            for (x, ours) in x.chunks_exact(columns).zip(ours.chunks_exact(outputs)) {
-                let seen = as_quantized(x);
-                for (weights, &value) in file.chunks_exact(columns).zip(ours) {
-                    let (exact, size) = exact_and_size(weights, &seen);
-                    assert!(
-                        (f64::from(value) - exact).abs() <= 1e-5 * size,
-                        "{kernel:?}: {value} against {exact}"
-                    );
-                }
-            }
-        }
-        let other = QTensor::quantize(&random(4, 256, 3), GgmlDType::Q4K).unwrap();
-        assert!(
-            six_bit_product_rows(&other, &[0.0; 4 * 256], 4)
-                .unwrap()
-                .is_none()
-        );
-    }
-
     /// The largest weights AVX2's 16-bit pair sums take, 5-bit (`Q5_0`, `Q5_1`) and 6-bit (`Q6_K`),
     /// against activations of 127 in every place, where the pair sums added before widening
     /// come closest to overflowing.
@@ -1483,26 +1635,20 @@ mod tests {
                 Tensor::from_vec(weight_values, (rows, columns), &Device::Cpu).unwrap();
             let weights = QTensor::quantize(&weight_tensor, dtype).unwrap();
             let x = vec![1.0f32; rows * columns];
-            // The first row of activations' products, from each product that reads the format.
-            let products = if dtype == GgmlDType::Q6K {
+            if dtype == GgmlDType::Q6K {
                 let mut unpacked = [0u8; 16];
                 batched::q6_k_span(&weights.data().unwrap(), 1, &mut unpacked);
                 assert_eq!(unpacked.iter().max(), Some(&63));
-                vec![
-                    batched::six_bit_product_rows_on(Kernel::Avx2, &weights, &x, rows)
-                        .unwrap()
-                        .unwrap(),
-                ]
-            } else {
-                let packed = PackedRows::for_kernel(&weights, Kernel::Avx2)
-                    .unwrap()
-                    .unwrap();
-                // Decoding's one-row product adds two groups' pair sums before widening them.
-                vec![
-                    packed.product_rows(&x, rows).unwrap(),
-                    packed.product(&x[..columns]).unwrap(),
-                ]
-            };
+            }
+            // The first row of activations' products, from both products: decoding's one-row
+            // product adds two groups' pair sums before widening them.
+            let packed = PackedRows::for_kernel(&weights, Kernel::Avx2)
+                .unwrap()
+                .unwrap();
+            let products = [
+                packed.product_rows(&x, rows).unwrap(),
+                packed.product(&x[..columns]).unwrap(),
+            ];
             let file = values(&weights.dequantize(&Device::Cpu).unwrap());
             for (weights, &value) in products
                 .iter()
@@ -1548,8 +1694,9 @@ mod tests {
     }
 
     /// Decoding reads every weight once a token, so the layout holds the file's bytes: the
-    /// same for the formats with f16 scales; for the K-quants, 8 bytes more per 256 weights
-    /// (144 or 176 in the file: their 6-bit scales and minimums a byte each, their factors f32).
+    /// same for the formats with f16 scales and for `Q6_K`, kept as it is; for `Q4_K` and `Q5_K`,
+    /// 8 bytes more per 256 weights (144 or 176 in the file: their 6-bit scales and minimums a
+    /// byte each, their factors f32).
     #[test]
     fn the_layout_reads_about_the_files_bytes() {
         let Some(kernel) = Kernel::best() else {
@@ -1588,7 +1735,7 @@ mod tests {
     fn other_formats_and_rows_that_are_not_whole_pairs_of_blocks_stay_on_candle() {
         let odd = QTensor::quantize(&random(4, 96, 3), GgmlDType::Q8_0).unwrap();
         assert!(PackedRows::from_tensor(&odd).unwrap().is_none());
-        for dtype in [GgmlDType::Q6K, GgmlDType::Q2K] {
+        for dtype in [GgmlDType::Q2K, GgmlDType::Q3K] {
             let other = QTensor::quantize(&random(4, 256, 3), dtype).unwrap();
             assert!(PackedRows::from_tensor(&other).unwrap().is_none());
         }

@@ -187,6 +187,14 @@ fn gemma3_in_q5_k_continues_greedily_as_llama_cpp_does() {
     gemma3_in_format_continues_as_llama_cpp(candle_core::quantized::GgmlDType::Q5K, 17);
 }
 
+/// `Q6_K` in the matrices whose rows are whole super-blocks (the rest stay as the `Q4_K_M` file
+/// holds them), read from its super-blocks as they are. 18 is llama.cpp's number for a file of
+/// mostly `Q6_K` tensors.
+#[test]
+fn gemma3_in_q6_k_continues_greedily_as_llama_cpp_does() {
+    gemma3_in_format_continues_as_llama_cpp(candle_core::quantized::GgmlDType::Q6K, 18);
+}
+
 /// `Q5_1` in every matrix: what llama.cpp's `Q5_K_M` falls back to for rows that are not whole
 /// super-blocks (most of Gemma 3 270M's, 640 wide), read as stored. 9 is llama.cpp's number
 /// for a file of mostly `Q5_1` tensors.

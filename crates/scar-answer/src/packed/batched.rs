@@ -16,14 +16,13 @@
 //!   them to i32. `Q8_0`'s bytes would overflow at once, so its prompts stay on the f32
 //!   product there.
 //!
-//! `Q6_K` matrices, which decoding leaves to candle's kernels, are unpacked from the file's
-//! layout here. Writing the bytes costs a quarter of the f32 weights that the dequantized
+//! `Q6_K` spans are unpacked here from the file's super-blocks, which decoding reads as they
+//! are. Writing the bytes costs a quarter of the f32 weights that the dequantized
 //! product writes, and the tiles read them from the core's caches.
 
 use std::sync::Mutex;
 
 use candle_core::Result;
-use candle_core::quantized::{GgmlDType, QTensor};
 
 use super::{BLOCK, Format, Kernel, PackedRows, SUPER_BLOCK, half, quantize_block};
 
@@ -37,7 +36,7 @@ const TILE_ROWS: usize = 8;
 /// computes passes over them.
 const TASK_ROWS: usize = 64;
 /// Weights a `Q6_K` scale covers.
-const Q6_K_SPAN: usize = 16;
+pub(super) const Q6_K_SPAN: usize = 16;
 /// The largest `Q6_K` weight, unsigned: six bits.
 const Q6_K_WIDEST: u8 = 63;
 /// Bytes of a `Q6_K` super-block: 128 of low nibbles, 64 of high bit pairs, 16 signed 8-bit
@@ -131,12 +130,21 @@ fn narrow_groups(widest: u8) -> usize {
 }
 
 impl PackedRows {
-    /// The largest unsigned weight of its format (see [`Self::unsigned_block`]).
+    /// The largest unsigned weight of its format (see [`Self::unsigned_span`]).
     fn widest(&self) -> u8 {
         match self.format {
             Format::Q8_0 => u8::MAX,
             Format::Nibbles => 15,
             Format::Fives => 31,
+            Format::Sixes => Q6_K_WIDEST,
+        }
+    }
+
+    /// Inputs a scale and a minimum cover.
+    fn span(&self) -> usize {
+        match self.format {
+            Format::Sixes => Q6_K_SPAN,
+            _ => BLOCK,
         }
     }
 
@@ -153,20 +161,29 @@ impl PackedRows {
         if !self.multiplies_rows() {
             candle_core::bail!("the batched product does not run on this CPU and format");
         }
-        let blocks = self.columns / BLOCK;
         let panels = Panels::new(
             self.kernel,
             (self.rows, self.columns),
-            BLOCK,
+            self.span(),
             self.widest(),
-            |row, block, weights| self.unsigned_block(row * blocks + block, weights),
+            |row, span, weights| self.unsigned_span(row, span, weights),
         );
         panels.product(x, rows)
     }
 
-    /// Block `index` (row after row) as unsigned bytes `u` into `weights`; its scale and its
+    /// Span `span` of row `row` as unsigned bytes `u` into `weights`; its scale and its
     /// minimum: weight `j` is `scale · u[j] + minimum`.
-    fn unsigned_block(&self, index: usize, weights: &mut [u8]) -> (f32, f32) {
+    fn unsigned_span(&self, row: usize, span: usize, weights: &mut [u8]) -> (f32, f32) {
+        if self.format == Format::Sixes {
+            let spans = SUPER_BLOCK / Q6_K_SPAN;
+            let block = (row * self.columns / SUPER_BLOCK + span / spans) * Q6_K_BLOCK_BYTES;
+            return q6_k_span(
+                &self.weights[block..][..Q6_K_BLOCK_BYTES],
+                span % spans,
+                weights,
+            );
+        }
+        let index = row * self.columns / BLOCK + span;
         let (scale, minimum) = self.scales.block(index);
         match self.format {
             Format::Q8_0 => {
@@ -190,54 +207,9 @@ impl PackedRows {
                 }
                 (scale, minimum)
             }
+            Format::Sixes => unreachable!("read from its blocks above"),
         }
     }
-}
-
-/// `x · Wᵀ` for a `Q6_K` matrix `tensor` (whose decoding stays on candle's kernels) and `rows`
-/// rows of `x`, in byte products; `None` where they do not run: another format, not a matrix
-/// on the CPU, or a CPU without our kernels.
-pub(crate) fn six_bit_product_rows(
-    tensor: &QTensor,
-    x: &[f32],
-    rows: usize,
-) -> Result<Option<Vec<f32>>> {
-    match Kernel::best() {
-        Some(kernel) => six_bit_product_rows_on(kernel, tensor, x, rows),
-        None => Ok(None),
-    }
-}
-
-/// [`six_bit_product_rows`] on `kernel`, which the CPU has.
-pub(super) fn six_bit_product_rows_on(
-    kernel: Kernel,
-    tensor: &QTensor,
-    x: &[f32],
-    rows: usize,
-) -> Result<Option<Vec<f32>>> {
-    let &[outputs, columns] = tensor.shape().dims() else {
-        return Ok(None);
-    };
-    if tensor.dtype() != GgmlDType::Q6K
-        || !tensor.device().is_cpu()
-        || !kernel.multiplies_rows(Q6_K_WIDEST)
-    {
-        return Ok(None);
-    }
-    let data = tensor.data()?;
-    let super_blocks = columns / SUPER_BLOCK;
-    let panels = Panels::new(
-        kernel,
-        (outputs, columns),
-        Q6_K_SPAN,
-        Q6_K_WIDEST,
-        |row, span, weights| {
-            let block = &data[(row * super_blocks + span / Q6_K_SPAN) * Q6_K_BLOCK_BYTES..]
-                [..Q6_K_BLOCK_BYTES];
-            q6_k_span(block, span % Q6_K_SPAN, weights)
-        },
-    );
-    panels.product(x, rows).map(Some)
 }
 
 /// Span `index` (of 16) of a `Q6_K` super-block as unsigned 6-bit weights `q` into `weights`;
