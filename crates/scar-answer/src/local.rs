@@ -40,8 +40,8 @@ pub fn decoding_instructions() -> Option<&'static str> {
 pub fn cpu_decoding() -> String {
     match crate::packed::Kernel::best() {
         Some(kernel) => format!(
-            "Q8_0, Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K and Q6_K weights decoded on {}, prompts of {} \
-             weights read in its byte products; other formats through candle's kernels{}",
+            "Q8_0, Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K and Q6_K weights decoded on {}, prompts \
+             of {} weights read in its byte products; other formats through candle's kernels{}",
             kernel.name(),
             kernel.prompt_formats(),
             scar_embed::cpu::cap_note()

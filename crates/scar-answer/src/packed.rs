@@ -182,9 +182,9 @@ pub(crate) struct PackedRows {
 
 impl PackedRows {
     /// `tensor` laid out for our product, or `None` where it cannot run: not `Q8_0`, `Q4_0`,
-    /// `Q4_1`, `Q4_K`, `Q5_0`, `Q5_1`, `Q5_K` or `Q6_K`, not on the CPU, rows that are not whole pairs
-    /// of blocks, a CPU without AVX2, FMA and F16C, or a `Q8_0` weight of −128 (which
-    /// llama.cpp never writes, and whose sign the product could not turn).
+    /// `Q4_1`, `Q4_K`, `Q5_0`, `Q5_1`, `Q5_K` or `Q6_K`, not on the CPU, rows that are not
+    /// whole pairs of blocks, a CPU without AVX2, FMA and F16C, or a `Q8_0` weight of −128
+    /// (which llama.cpp never writes, and whose sign the product could not turn).
     pub(crate) fn from_tensor(tensor: &QTensor) -> Result<Option<Self>> {
         match Kernel::best() {
             Some(kernel) => Self::for_kernel(tensor, kernel),
@@ -1154,8 +1154,8 @@ mod x86 {
 
         row_loops!("avx2,fma,f16c");
 
-        /// `Q6_K` rows, on both kernels: this loop is bound by the bytes it reads, which
-        /// AVX-512's wider registers would not read faster.
+        /// `Q6_K` rows, on both kernels: CPUs with AVX-512 VNNI run this AVX2 loop too, there
+        /// being no AVX-512 variant of it (none could be tested on a CPU without AVX-512).
         #[target_feature(enable = "avx2,fma,f16c")]
         pub(super) fn six_bit_rows(
             matrix: &PackedRows,
