@@ -136,46 +136,31 @@ pub(crate) fn takes_shape(dims: &[usize]) -> bool {
     matches!(dims, [_, columns] if columns.is_multiple_of(PAIR))
 }
 
-/// How the weights of a matrix are stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Format {
-    /// A signed byte per weight; weight = scale · byte.
-    Q8_0,
+/// What a matrix keeps beside its weights' bytes, by how they are stored. Each format's scales
+/// are in the widths the file holds them in: decoding reads them once a token with the weights.
+enum Layout {
+    /// A signed byte per weight; weight = scale · byte, with the file's f16 scale per block.
+    Q8_0 { scales: Vec<u16> },
     /// A nibble per weight, block `b`'s 16 bytes holding weights 0-15 in their low halves and
     /// 16-31 in their high halves; weight = scale · nibble + minimum.
-    Nibbles,
+    Nibbles { scales: Scales },
     /// `Nibbles` with a fifth bit above each nibble; weight = scale · (nibble + 16 · bit) +
-    /// minimum.
-    Fives,
+    /// minimum. `fifths`: each pair of blocks' fifth bits, one word, in the order the kernels
+    /// split the pair's nibbles (block A's weights 0-15, B's 0-15, A's 16-31, B's 16-31) and
+    /// laid out for the kernel ([`Kernel::lay_out_fifths`]).
+    Fives { scales: Scales, fifths: Vec<u64> },
     /// `Q6_K`'s super-blocks as the file holds them, scales and all (see
     /// [`batched::q6_k_span`]): weight = d · scale · (six bits − 32), a signed 8-bit scale per
     /// span of 16 weights.
     Sixes,
 }
 
-impl Format {
-    /// Bytes that hold `weights` weights, scales apart.
-    fn weight_bytes(self, weights: usize) -> usize {
-        match self {
-            Self::Q8_0 => weights,
-            Self::Nibbles | Self::Fives => weights / 2,
-            Self::Sixes => weights / SUPER_BLOCK * batched::Q6_K_BLOCK_BYTES,
-        }
-    }
-}
-
 /// A quantized matrix (rows × columns, applied as `x · Wᵀ`) in the layout of our product.
 pub(crate) struct PackedRows {
     kernel: Kernel,
-    format: Format,
     /// The quantized weights, row after row.
     weights: Vec<u8>,
-    /// Each block's scale and minimum.
-    scales: Scales,
-    /// `Fives`: each pair of blocks' fifth bits, one word, in the order the kernels split the
-    /// pair's nibbles (block A's weights 0-15, B's 0-15, A's 16-31, B's 16-31) and laid out
-    /// for the kernel ([`Kernel::lay_out_fifths`]).
-    fifths: Vec<u64>,
+    layout: Layout,
     rows: usize,
     columns: usize,
 }
@@ -201,149 +186,69 @@ impl PackedRows {
         if !takes_shape(tensor.shape().dims()) || !tensor.device().is_cpu() {
             return Ok(None);
         }
-        let format = match tensor.dtype() {
-            GgmlDType::Q8_0 => Format::Q8_0,
-            GgmlDType::Q4_0 | GgmlDType::Q4_1 | GgmlDType::Q4K => Format::Nibbles,
-            GgmlDType::Q5_0 | GgmlDType::Q5_1 | GgmlDType::Q5K => Format::Fives,
-            GgmlDType::Q6K => Format::Sixes,
-            _ => return Ok(None),
-        };
+        let dtype = tensor.dtype();
         let data = tensor.data()?;
-        let blocks = rows * columns / BLOCK;
-        let scales = match tensor.dtype() {
-            GgmlDType::Q8_0 => Scales::halves(blocks, 0.0),
-            GgmlDType::Q4_0 => Scales::halves(blocks, -8.0),
-            GgmlDType::Q5_0 => Scales::halves(blocks, -16.0),
-            GgmlDType::Q4_1 | GgmlDType::Q5_1 => Scales::HalfPairs(Vec::with_capacity(2 * blocks)),
-            GgmlDType::Q6K => Scales::InBlocks,
-            _ => Scales::SuperBlocks {
-                units: Vec::with_capacity(blocks),
-                factors: Vec::with_capacity(blocks / (SUPER_BLOCK / BLOCK)),
-            },
+        let weight_bytes = match dtype {
+            GgmlDType::Q8_0 => rows * columns,
+            GgmlDType::Q6K => data.len(),
+            _ => rows * columns / 2,
         };
-        let mut packed = Self {
-            kernel,
-            format,
-            weights: Vec::with_capacity(format.weight_bytes(rows * columns)),
-            scales,
-            fifths: Vec::new(),
-            rows,
-            columns,
-        };
-        match tensor.dtype() {
+        let mut weights = Vec::with_capacity(weight_bytes);
+        let layout = match dtype {
             // The f16 scale, then 32 signed bytes.
             GgmlDType::Q8_0 => {
-                for block in data.chunks_exact(Q8_0_BLOCK_BYTES) {
-                    packed.scales.push_halves(&block[..2]);
-                    packed.weights.extend_from_slice(&block[2..]);
-                }
-                if packed.weights.contains(&i8::MIN.cast_unsigned()) {
+                let scales = halves_then_weights(&data, Q8_0_BLOCK_BYTES, 1, &mut weights);
+                if weights.contains(&i8::MIN.cast_unsigned()) {
                     return Ok(None);
                 }
+                Layout::Q8_0 { scales }
             }
             // The f16 scale, then 16 bytes of nibbles that stand for nibble − 8.
-            GgmlDType::Q4_0 => {
-                for block in data.chunks_exact(2 + BLOCK / 2) {
-                    packed.scales.push_halves(&block[..2]);
-                    packed.weights.extend_from_slice(&block[2..]);
-                }
-            }
+            GgmlDType::Q4_0 => Layout::Nibbles {
+                scales: Scales::Halves {
+                    scales: halves_then_weights(&data, 2 + BLOCK / 2, 1, &mut weights),
+                    minimum_factor: -8.0,
+                },
+            },
             // The f16 scale and minimum, then 16 bytes of nibbles.
-            GgmlDType::Q4_1 => {
-                for block in data.chunks_exact(4 + BLOCK / 2) {
-                    packed.scales.push_halves(&block[..4]);
-                    packed.weights.extend_from_slice(&block[4..]);
-                }
-            }
-            // `Q5_0`: the f16 scale, the 32 weights' fifth bits, then 16 bytes of nibbles; the
-            // whole stands for (nibble + 16 · bit) − 16. `Q5_1`: an f16 minimum after the
-            // scale, and the weight is scale · (nibble + 16 · bit) + minimum.
+            GgmlDType::Q4_1 => Layout::Nibbles {
+                scales: Scales::HalfPairs(halves_then_weights(
+                    &data,
+                    4 + BLOCK / 2,
+                    2,
+                    &mut weights,
+                )),
+            },
             GgmlDType::Q5_0 | GgmlDType::Q5_1 => {
-                let (block_bytes, bits_at) = if tensor.dtype() == GgmlDType::Q5_1 {
-                    (Q5_1_BLOCK_BYTES, 4)
-                } else {
-                    (Q5_0_BLOCK_BYTES, 2)
-                };
-                packed.fifths.reserve(blocks / 2);
-                for pair in data.chunks_exact(2 * block_bytes) {
-                    let (a, b) = pair.split_at(block_bytes);
-                    let bits = |block: &[u8]| {
-                        u32::from_le_bytes(block[bits_at..bits_at + 4].try_into().expect("4 bytes"))
-                    };
-                    packed
-                        .fifths
-                        .push(kernel.lay_out_fifths(fifths_of_pair(bits(a), bits(b))));
-                    for block in [a, b] {
-                        packed.scales.push_halves(&block[..bits_at]);
-                        packed.weights.extend_from_slice(&block[bits_at + 4..]);
-                    }
-                }
+                q5_layout(&data, dtype == GgmlDType::Q5_1, kernel, &mut weights)
             }
-            GgmlDType::Q5K => {
-                packed.fifths.reserve(blocks / 2);
-                for block in data.chunks_exact(Q5_K_BLOCK_BYTES) {
-                    packed.push_q5_k(block);
-                }
-            }
+            // A super-block's 64-weight chunks hold one sub-block in their 32 bytes' low
+            // nibbles and the next in their high ones; each sub-block's weight is
+            // `d · scale · nibble − dmin · minimum`, with a 6-bit scale and minimum.
             GgmlDType::Q4K => {
                 for block in data.chunks_exact(Q4_K_BLOCK_BYTES) {
-                    packed.push_q4_k(block);
+                    for bytes in block[16..].chunks_exact(BLOCK) {
+                        push_k_chunk(&mut weights, bytes);
+                    }
+                }
+                Layout::Nibbles {
+                    scales: k_quant_scales(&data, Q4_K_BLOCK_BYTES),
                 }
             }
-            GgmlDType::Q6K => packed.weights.extend_from_slice(&data),
+            GgmlDType::Q5K => q5_k_layout(&data, kernel, &mut weights),
+            GgmlDType::Q6K => {
+                weights.extend_from_slice(&data);
+                Layout::Sixes
+            }
             _ => return Ok(None),
-        }
-        Ok(Some(packed))
-    }
-
-    /// One `Q4_K` super-block as eight blocks of nibbles. Its 64-weight chunks hold one
-    /// sub-block in their 32 bytes' low nibbles and the next in their high ones; each
-    /// sub-block's weight is `d · scale · nibble − dmin · minimum`, with a 6-bit scale and
-    /// minimum.
-    fn push_q4_k(&mut self, block: &[u8]) {
-        self.push_k_scales(block);
-        for bytes in block[16..].chunks_exact(BLOCK) {
-            self.push_k_chunk(bytes);
-        }
-    }
-
-    /// One `Q5_K` super-block as eight blocks of nibbles with fifth bits: laid out as `Q4_K`'s,
-    /// with 32 bytes of fifth bits before the nibbles, bit `s` of byte `l` belonging to weight
-    /// `l` of sub-block `s`; a weight is `d · scale · (nibble + 16 · bit) − dmin · minimum`.
-    fn push_q5_k(&mut self, block: &[u8]) {
-        self.push_k_scales(block);
-        let (high, low) = block[16..].split_at(SUPER_BLOCK / 8);
-        let bits = |sub_block: usize| {
-            (0..BLOCK).fold(0u32, |word, l| {
-                word | u32::from(high[l] >> sub_block & 1) << l
-            })
         };
-        for (chunk, bytes) in low.chunks_exact(BLOCK).enumerate() {
-            self.push_k_chunk(bytes);
-            let word = fifths_of_pair(bits(2 * chunk), bits(2 * chunk + 1));
-            self.fifths.push(self.kernel.lay_out_fifths(word));
-        }
-    }
-
-    /// A K-quant super-block's f16 factors `d` and `dmin` (its first four bytes) and its eight
-    /// sub-blocks' 6-bit scales and minimums (the next twelve).
-    fn push_k_scales(&mut self, block: &[u8]) {
-        let Scales::SuperBlocks { units, factors } = &mut self.scales else {
-            unreachable!("K-quants' scales are made as super-blocks");
-        };
-        factors.push([half(block), -half(&block[2..])]);
-        let packed: &[u8; 12] = block[4..16].try_into().expect("a whole super-block");
-        units.extend((0..SUPER_BLOCK / BLOCK).map(|j| q4_k_scale_and_minimum(j, packed)));
-    }
-
-    /// A K-quant super-block's 64-weight chunk as two blocks of nibbles: its 32 `bytes` hold
-    /// one sub-block in their low nibbles and the next in their high ones.
-    fn push_k_chunk(&mut self, bytes: &[u8]) {
-        for shift in [0, 4] {
-            let nibble = |i: usize| (bytes[i] >> shift) & 0x0F;
-            self.weights
-                .extend((0..BLOCK / 2).map(|i| nibble(i) | nibble(i + BLOCK / 2) << 4));
-        }
+        Ok(Some(Self {
+            kernel,
+            weights,
+            layout,
+            rows,
+            columns,
+        }))
     }
 
     /// `x · Wᵀ` for one row `x` of `columns` values.
@@ -355,7 +260,7 @@ impl PackedRows {
                 self.columns
             );
         }
-        let activations = Activations::quantize(x, self.format, self.kernel);
+        let activations = Activations::quantize(x, &self.layout, self.kernel);
         // Each row's result is written once, by whichever thread takes the row: as bits, so
         // that the threads share the output without locks.
         let out: Vec<AtomicU32> = (0..self.rows).map(|_| AtomicU32::new(0)).collect();
@@ -368,34 +273,26 @@ impl PackedRows {
             .collect())
     }
 
-    /// Row `row`'s weights, as the kernels read them.
+    /// Row `row`'s weights' bytes.
     #[inline]
-    fn row(&self, row: usize) -> Row<'_, RowScales<'_>> {
-        let (blocks, pairs) = (self.columns / BLOCK, self.columns / PAIR);
-        let row_bytes = self.format.weight_bytes(self.columns);
-        Row {
-            bytes: &self.weights[row * row_bytes..(row + 1) * row_bytes],
-            scales: self.scales.row(row, blocks),
-            fifths: self
-                .fifths
-                .get(row * pairs..(row + 1) * pairs)
-                .unwrap_or_default(),
-        }
+    fn row_bytes(&self, row: usize) -> &[u8] {
+        let row_bytes = self.weights.len() / self.rows;
+        &self.weights[row * row_bytes..(row + 1) * row_bytes]
     }
 
     /// The weights as an f32 matrix (rows, columns), for products of many rows at once.
     pub(crate) fn dequantize(&self, device: &Device) -> Result<Tensor> {
         let mut values = Vec::with_capacity(self.rows * self.columns);
-        match self.format {
-            Format::Q8_0 => {
-                for (index, block) in self.weights.chunks_exact(BLOCK).enumerate() {
-                    let (scale, _) = self.scales.block(index);
+        match &self.layout {
+            Layout::Q8_0 { scales } => {
+                for (block, &scale) in self.weights.chunks_exact(BLOCK).zip(scales) {
+                    let scale = f16_value(scale);
                     values.extend(block.iter().map(|&q| f32::from(q.cast_signed()) * scale));
                 }
             }
-            Format::Nibbles | Format::Fives => {
+            Layout::Nibbles { scales } | Layout::Fives { scales, .. } => {
                 for (index, block) in self.weights.chunks_exact(BLOCK / 2).enumerate() {
-                    let (scale, minimum) = self.scales.block(index);
+                    let (scale, minimum) = scales.block(index);
                     let bits = self.fifth_bits(index);
                     let weight = |nibble: u8, j: usize| {
                         let fifth = u8::from(bits >> j & 1 == 1) << 4;
@@ -410,7 +307,7 @@ impl PackedRows {
                     );
                 }
             }
-            Format::Sixes => {
+            Layout::Sixes => {
                 let mut unpacked = [0u8; batched::Q6_K_SPAN];
                 for block in self.weights.chunks_exact(batched::Q6_K_BLOCK_BYTES) {
                     for span in 0..SUPER_BLOCK / batched::Q6_K_SPAN {
@@ -429,20 +326,29 @@ impl PackedRows {
     /// Bytes the product reads for the whole matrix: weights, fifth bits and scales.
     #[cfg(test)]
     fn bytes(&self) -> usize {
-        let scales = match &self.scales {
+        let scales = |scales: &Scales| match scales {
             Scales::Halves { scales, .. } => 2 * scales.len(),
             Scales::HalfPairs(values) => 2 * values.len(),
             Scales::SuperBlocks { units, factors } => 2 * units.len() + 8 * factors.len(),
-            Scales::InBlocks => 0,
         };
-        self.weights.len() + 8 * self.fifths.len() + scales
+        let beside = match &self.layout {
+            Layout::Q8_0 { scales } => 2 * scales.len(),
+            Layout::Nibbles { scales: apart } => scales(apart),
+            Layout::Fives {
+                scales: apart,
+                fifths,
+            } => scales(apart) + 8 * fifths.len(),
+            Layout::Sixes => 0,
+        };
+        self.weights.len() + beside
     }
 
-    /// Block `index`'s fifth bits, bit `j` for weight `j` (none for other formats than `Fives`).
+    /// Block `index`'s fifth bits, bit `j` for weight `j` (none for other layouts than `Fives`).
     fn fifth_bits(&self, index: usize) -> u32 {
-        let Some(&pair) = self.fifths.get(index / 2) else {
+        let Layout::Fives { fifths, .. } = &self.layout else {
             return 0;
         };
+        let pair = fifths[index / 2];
         let pair = self.kernel.read_fifths(pair);
         // The pair's word holds block A's bits 0-15, B's 0-15, A's 16-31, B's 16-31.
         let shift = if index.is_multiple_of(2) { 0 } else { 16 };
@@ -451,12 +357,9 @@ impl PackedRows {
     }
 }
 
-/// Each block's scale and minimum (weight = scale · unsigned weight + minimum; `Q8_0`'s weights
-/// are signed and its minimum 0), in the widths the file holds them in: decoding reads them
-/// once a token with the weights.
+/// Each block of nibbles' scale and minimum (weight = scale · unsigned weight + minimum).
 enum Scales {
-    /// The file's f16 scale per block, each minimum `factor · scale`: `Q8_0` (0), `Q4_0` (−8),
-    /// `Q5_0` (−16).
+    /// The file's f16 scale per block, each minimum `factor · scale`: `Q4_0` (−8), `Q5_0` (−16).
     Halves {
         scales: Vec<u16>,
         minimum_factor: f32,
@@ -470,33 +373,9 @@ enum Scales {
         units: Vec<[u8; 2]>,
         factors: Vec<[f32; 2]>,
     },
-    /// `Q6_K`: in the blocks, beside the weights they scale ([`Format::Sixes`]).
-    InBlocks,
 }
 
 impl Scales {
-    fn halves(blocks: usize, minimum_factor: f32) -> Self {
-        Self::Halves {
-            scales: Vec::with_capacity(blocks),
-            minimum_factor,
-        }
-    }
-
-    /// A block's f16 scale, and with `HalfPairs` its f16 minimum, as the file's `bytes` hold
-    /// them.
-    fn push_halves(&mut self, bytes: &[u8]) {
-        let halves = bytes
-            .chunks_exact(2)
-            .map(|half| u16::from_le_bytes([half[0], half[1]]));
-        match self {
-            Self::Halves { scales, .. } => scales.extend(halves.take(1)),
-            Self::HalfPairs(values) => values.extend(halves.take(2)),
-            Self::SuperBlocks { .. } | Self::InBlocks => {
-                unreachable!("K-quants' scales come per super-block")
-            }
-        }
-    }
-
     /// Row `row`'s, of rows of `blocks` blocks.
     fn row(&self, row: usize, blocks: usize) -> RowScales<'_> {
         let blocks_of_row = row * blocks..(row + 1) * blocks;
@@ -520,28 +399,28 @@ impl Scales {
                     units: &units[blocks_of_row],
                 })
             }
-            Self::InBlocks => RowScales::InBlocks,
         }
     }
 
     /// Block `index`'s scale and minimum (row after row).
     fn block(&self, index: usize) -> (f32, f32) {
-        let float = |bits: u16| half::f16::from_bits(bits).to_f32();
         match self {
             Self::Halves {
                 scales,
                 minimum_factor,
             } => {
-                let scale = float(scales[index]);
+                let scale = f16_value(scales[index]);
                 (scale, minimum_factor * scale)
             }
-            Self::HalfPairs(values) => (float(values[2 * index]), float(values[2 * index + 1])),
+            Self::HalfPairs(values) => (
+                f16_value(values[2 * index]),
+                f16_value(values[2 * index + 1]),
+            ),
             Self::SuperBlocks { units, factors } => {
                 let [d, minus_dmin] = factors[index / (SUPER_BLOCK / BLOCK)];
                 let [scale, minimum] = units[index];
                 (d * f32::from(scale), minus_dmin * f32::from(minimum))
             }
-            Self::InBlocks => unreachable!("`Q6_K`'s spans are read from its blocks"),
         }
     }
 }
@@ -553,7 +432,6 @@ enum RowScales<'a> {
     Halves(HalfScales<'a>),
     HalfPairs(HalfPairScales<'a>),
     SuperBlocks(SuperBlockScales<'a>),
-    InBlocks,
 }
 
 /// [`Scales::Halves`] of one row.
@@ -582,14 +460,108 @@ struct Row<'a, S> {
     fifths: &'a [u64],
 }
 
-impl<'a, T> Row<'a, T> {
-    /// The same weights, with their scales as `scales`.
-    fn with_scales<S>(&self, scales: S) -> Row<'a, S> {
-        Row {
-            bytes: self.bytes,
-            scales,
-            fifths: self.fifths,
+/// A K-quant's scales, from the file's super-blocks of `block_bytes` bytes: each begins with
+/// its f16 factors `d` and `dmin` (four bytes) and its eight sub-blocks' 6-bit scales and
+/// minimums (the next twelve).
+fn k_quant_scales(data: &[u8], block_bytes: usize) -> Scales {
+    let super_blocks = data.chunks_exact(block_bytes);
+    let factors = super_blocks
+        .clone()
+        .map(|block| [half(block), -half(&block[2..])])
+        .collect();
+    let units = super_blocks
+        .flat_map(|block| {
+            let packed: &[u8; 12] = block[4..16].try_into().expect("a whole super-block");
+            (0..SUPER_BLOCK / BLOCK).map(move |j| q4_k_scale_and_minimum(j, packed))
+        })
+        .collect();
+    Scales::SuperBlocks { units, factors }
+}
+
+/// A K-quant super-block's 64-weight chunk as two blocks of nibbles: its 32 `bytes` hold one
+/// sub-block in their low nibbles and the next in their high ones.
+fn push_k_chunk(weights: &mut Vec<u8>, bytes: &[u8]) {
+    for shift in [0, 4] {
+        let nibble = |i: usize| (bytes[i] >> shift) & 0x0F;
+        weights.extend((0..BLOCK / 2).map(|i| nibble(i) | nibble(i + BLOCK / 2) << 4));
+    }
+}
+
+/// Blocks of `block_bytes` bytes that open with `per_block` f16s (a scale, and a minimum where
+/// the format has one) before their weights: the f16s' bits; the weights' bytes are appended
+/// to `weights`.
+fn halves_then_weights(
+    data: &[u8],
+    block_bytes: usize,
+    per_block: usize,
+    weights: &mut Vec<u8>,
+) -> Vec<u16> {
+    let mut halves = Vec::with_capacity(per_block * data.len() / block_bytes);
+    for block in data.chunks_exact(block_bytes) {
+        let (head, bytes) = block.split_at(2 * per_block);
+        halves.extend(head.chunks_exact(2).map(half_bits));
+        weights.extend_from_slice(bytes);
+    }
+    halves
+}
+
+/// `Q5_0`'s blocks (or with `with_minimums` `Q5_1`'s) as [`Layout::Fives`], their nibbles
+/// appended to `weights`. `Q5_0`: the f16 scale, the 32 weights' fifth bits, then 16 bytes of
+/// nibbles; the whole stands for (nibble + 16 · bit) − 16. `Q5_1`: an f16 minimum after the
+/// scale, and the weight is scale · (nibble + 16 · bit) + minimum.
+fn q5_layout(data: &[u8], with_minimums: bool, kernel: Kernel, weights: &mut Vec<u8>) -> Layout {
+    let (block_bytes, bits_at) = if with_minimums {
+        (Q5_1_BLOCK_BYTES, 4)
+    } else {
+        (Q5_0_BLOCK_BYTES, 2)
+    };
+    let blocks = data.len() / block_bytes;
+    let mut halves = Vec::with_capacity(bits_at / 2 * blocks);
+    let mut fifths = Vec::with_capacity(blocks / 2);
+    for pair in data.chunks_exact(2 * block_bytes) {
+        let (a, b) = pair.split_at(block_bytes);
+        let bits = |block: &[u8]| {
+            u32::from_le_bytes(block[bits_at..bits_at + 4].try_into().expect("4 bytes"))
+        };
+        fifths.push(kernel.lay_out_fifths(fifths_of_pair(bits(a), bits(b))));
+        for block in [a, b] {
+            halves.extend(block[..bits_at].chunks_exact(2).map(half_bits));
+            weights.extend_from_slice(&block[bits_at + 4..]);
         }
+    }
+    let scales = if with_minimums {
+        Scales::HalfPairs(halves)
+    } else {
+        Scales::Halves {
+            scales: halves,
+            minimum_factor: -16.0,
+        }
+    };
+    Layout::Fives { scales, fifths }
+}
+
+/// `Q5_K`'s super-blocks as [`Layout::Fives`], their nibbles appended to `weights`: laid out
+/// as `Q4_K`'s, with 32 bytes of fifth bits before the nibbles, bit `s` of byte `l` belonging
+/// to weight `l` of sub-block `s`; a weight is `d · scale · (nibble + 16 · bit) − dmin ·
+/// minimum`.
+fn q5_k_layout(data: &[u8], kernel: Kernel, weights: &mut Vec<u8>) -> Layout {
+    let mut fifths = Vec::with_capacity(data.len() / Q5_K_BLOCK_BYTES * SUPER_BLOCK / PAIR);
+    for block in data.chunks_exact(Q5_K_BLOCK_BYTES) {
+        let (high, low) = block[16..].split_at(SUPER_BLOCK / 8);
+        let bits = |sub_block: usize| {
+            (0..BLOCK).fold(0u32, |word, l| {
+                word | u32::from(high[l] >> sub_block & 1) << l
+            })
+        };
+        for (chunk, bytes) in low.chunks_exact(BLOCK).enumerate() {
+            push_k_chunk(weights, bytes);
+            let word = fifths_of_pair(bits(2 * chunk), bits(2 * chunk + 1));
+            fifths.push(kernel.lay_out_fifths(word));
+        }
+    }
+    Layout::Fives {
+        scales: k_quant_scales(data, Q5_K_BLOCK_BYTES),
+        fifths,
     }
 }
 
@@ -617,7 +589,17 @@ fn transpose_bits(word: u64) -> u64 {
 
 /// The f16 at the start of `bytes`.
 fn half(bytes: &[u8]) -> f32 {
-    half::f16::from_le_bytes([bytes[0], bytes[1]]).to_f32()
+    f16_value(half_bits(bytes))
+}
+
+/// The bits of the f16 at the start of `bytes`.
+fn half_bits(bytes: &[u8]) -> u16 {
+    u16::from_le_bytes([bytes[0], bytes[1]])
+}
+
+/// The f16 whose bits are `bits`.
+fn f16_value(bits: u16) -> f32 {
+    half::f16::from_bits(bits).to_f32()
 }
 
 /// Sub-block `j`'s 6-bit scale and minimum from a `Q4_K` super-block's 12 packed bytes: the
@@ -650,7 +632,7 @@ fn quantize_block(values: &[f32], out: &mut [i8]) -> f32 {
 }
 
 /// One row of activations quantized per block of 32: a scale (the largest magnitude over 127)
-/// and rounded signed bytes, laid out as the weights' format and the kernel need them.
+/// and rounded signed bytes, laid out as the weights' layout and the kernel need them.
 struct Activations {
     /// `Q8_0`: the bytes' magnitudes, the unsigned side of the byte products (the weights'
     /// signs are turned by the activations'). `Nibbles` and `Fives`: the signed bytes, each
@@ -668,7 +650,7 @@ struct Activations {
 }
 
 impl Activations {
-    fn quantize(x: &[f32], format: Format, kernel: Kernel) -> Self {
+    fn quantize(x: &[f32], layout: &Layout, kernel: Kernel) -> Self {
         let blocks = x.len() / BLOCK;
         let mut quantized = vec![0i8; x.len()];
         let mut scales = Vec::with_capacity(blocks);
@@ -682,8 +664,8 @@ impl Activations {
             scales,
             span_sums: Vec::new(),
         };
-        match format {
-            Format::Q8_0 => {
+        match layout {
+            Layout::Q8_0 { .. } => {
                 activations
                     .bytes
                     .extend(quantized.iter().map(|q| q.unsigned_abs()));
@@ -701,7 +683,7 @@ impl Activations {
                     }
                 }
             }
-            Format::Nibbles | Format::Fives => {
+            Layout::Nibbles { .. } | Layout::Fives { .. } => {
                 for pair in quantized.chunks_exact(PAIR) {
                     let (a, b) = pair.split_at(BLOCK);
                     for half in [&a[..16], &b[..16], &a[16..], &b[16..]] {
@@ -712,7 +694,7 @@ impl Activations {
                 }
                 activations.span_sums = span_sums(&quantized, BLOCK, &activations.scales);
             }
-            Format::Sixes => {
+            Layout::Sixes => {
                 activations
                     .bytes
                     .extend(quantized.iter().map(|q| q.cast_unsigned()));
@@ -741,7 +723,7 @@ mod x86 {
     use std::ops::Range;
     use std::sync::atomic::AtomicU32;
 
-    use super::{Activations, Format, Kernel, PackedRows};
+    use super::{Activations, Kernel, Layout, PackedRows};
 
     /// Rows `rows` of `matrix` times the activations, each into its place in `out` (as f32
     /// bits). The loop over rows runs inside each kernel, with the row's product inlined into
@@ -760,24 +742,28 @@ mod x86 {
             // checked that the CPU has its features.
             #[allow(unsafe_code)]
             unsafe {
-                match (matrix.kernel, matrix.format) {
-                    (Kernel::Avx512Vnni, Format::Q8_0) => avx512::q8_0_rows(matrix, rows, x, out),
-                    (Kernel::Avx512Vnni, Format::Nibbles) => {
-                        avx512::nibbles_rows::<false>(matrix, rows, x, out);
+                match (matrix.kernel, &matrix.layout) {
+                    (Kernel::Avx512Vnni, Layout::Q8_0 { scales }) => {
+                        avx512::q8_0_rows(matrix, scales, rows, x, out);
                     }
-                    (Kernel::Avx512Vnni, Format::Fives) => {
-                        avx512::nibbles_rows::<true>(matrix, rows, x, out);
+                    (Kernel::Avx512Vnni, Layout::Nibbles { scales }) => {
+                        avx512::nibbles_rows::<false>(matrix, scales, &[], rows, x, out);
                     }
-                    (Kernel::Avx2, Format::Q8_0) => avx2::q8_0_rows(matrix, rows, x, out),
-                    (Kernel::Avx2, Format::Nibbles) => {
-                        avx2::nibbles_rows::<false>(matrix, rows, x, out);
+                    (Kernel::Avx512Vnni, Layout::Fives { scales, fifths }) => {
+                        avx512::nibbles_rows::<true>(matrix, scales, fifths, rows, x, out);
                     }
-                    (Kernel::Avx2, Format::Fives) => {
-                        avx2::nibbles_rows::<true>(matrix, rows, x, out);
+                    (Kernel::Avx2, Layout::Q8_0 { scales }) => {
+                        avx2::q8_0_rows(matrix, scales, rows, x, out);
+                    }
+                    (Kernel::Avx2, Layout::Nibbles { scales }) => {
+                        avx2::nibbles_rows::<false>(matrix, scales, &[], rows, x, out);
+                    }
+                    (Kernel::Avx2, Layout::Fives { scales, fifths }) => {
+                        avx2::nibbles_rows::<true>(matrix, scales, fifths, rows, x, out);
                     }
                     // Every CPU with AVX-512 VNNI that `Kernel::best` takes has AVX2, FMA and
                     // F16C too.
-                    (_, Format::Sixes) => avx2::six_bit_rows(matrix, rows, x, out),
+                    (_, Layout::Sixes) => avx2::six_bit_rows(matrix, rows, x, out),
                 }
             }
         }
@@ -792,44 +778,73 @@ mod x86 {
     /// row's product inlines into them.
     macro_rules! row_loops {
         ($features:tt) => {
+            /// `Q8_0` rows, with the file's f16 scales per block.
             #[target_feature(enable = $features)]
             pub(super) fn q8_0_rows(
                 matrix: &crate::packed::PackedRows,
+                scales: &[u16],
                 rows: std::ops::Range<usize>,
                 x: &Activations,
                 out: &[std::sync::atomic::AtomicU32],
             ) {
+                let blocks = matrix.columns / crate::packed::BLOCK;
                 for row in rows {
-                    let weights = matrix.row(row);
-                    let crate::packed::RowScales::Halves(scales) = weights.scales else {
-                        unreachable!("a Q8_0 block has an f16 scale");
+                    let weights = Row {
+                        bytes: matrix.row_bytes(row),
+                        scales: HalfScales {
+                            scales: &scales[row * blocks..(row + 1) * blocks],
+                            minimum_factor: 0.0,
+                        },
+                        fifths: &[],
                     };
-                    let value = q8_0_row(&weights.with_scales(scales), x);
+                    let value = q8_0_row(&weights, x);
                     out[row].store(value.to_bits(), std::sync::atomic::Ordering::Relaxed);
                 }
             }
 
+            /// Rows of nibbles, with `FIVES` their fifth bits in `fifths` (a word a pair of
+            /// blocks).
             #[target_feature(enable = $features)]
             pub(super) fn nibbles_rows<const FIVES: bool>(
                 matrix: &crate::packed::PackedRows,
+                scales: &crate::packed::Scales,
+                fifths: &[u64],
                 rows: std::ops::Range<usize>,
                 x: &Activations,
                 out: &[std::sync::atomic::AtomicU32],
             ) {
-                use crate::packed::RowScales;
+                use crate::packed::{BLOCK, PAIR, RowScales};
+                let (blocks, pairs) = (matrix.columns / BLOCK, matrix.columns / PAIR);
                 for row in rows {
-                    let weights = matrix.row(row);
-                    let value = match weights.scales {
-                        RowScales::Halves(scales) => {
-                            nibbles_row::<FIVES, _>(&weights.with_scales(scales), x)
-                        }
-                        RowScales::HalfPairs(scales) => {
-                            nibbles_row::<FIVES, _>(&weights.with_scales(scales), x)
-                        }
-                        RowScales::SuperBlocks(scales) => {
-                            nibbles_row::<FIVES, _>(&weights.with_scales(scales), x)
-                        }
-                        RowScales::InBlocks => unreachable!("nibbles' scales are kept apart"),
+                    let bytes = matrix.row_bytes(row);
+                    let fifths = fifths
+                        .get(row * pairs..(row + 1) * pairs)
+                        .unwrap_or_default();
+                    let value = match scales.row(row, blocks) {
+                        RowScales::Halves(scales) => nibbles_row::<FIVES, _>(
+                            &Row {
+                                bytes,
+                                scales,
+                                fifths,
+                            },
+                            x,
+                        ),
+                        RowScales::HalfPairs(scales) => nibbles_row::<FIVES, _>(
+                            &Row {
+                                bytes,
+                                scales,
+                                fifths,
+                            },
+                            x,
+                        ),
+                        RowScales::SuperBlocks(scales) => nibbles_row::<FIVES, _>(
+                            &Row {
+                                bytes,
+                                scales,
+                                fifths,
+                            },
+                            x,
+                        ),
                     };
                     out[row].store(value.to_bits(), std::sync::atomic::Ordering::Relaxed);
                 }
@@ -1164,7 +1179,7 @@ mod x86 {
             out: &[std::sync::atomic::AtomicU32],
         ) {
             for row in rows {
-                let value = six_bit_row(matrix.row(row).bytes, x);
+                let value = six_bit_row(matrix.row_bytes(row), x);
                 out[row].store(value.to_bits(), std::sync::atomic::Ordering::Relaxed);
             }
         }

@@ -24,7 +24,7 @@ use std::sync::Mutex;
 
 use candle_core::Result;
 
-use super::{BLOCK, Format, Kernel, PackedRows, SUPER_BLOCK, half, quantize_block};
+use super::{BLOCK, Kernel, Layout, PackedRows, SUPER_BLOCK, f16_value, half, quantize_block};
 
 /// Inputs one lane of `vpdpbusd` sums.
 const GROUP: usize = 4;
@@ -132,18 +132,18 @@ fn narrow_groups(widest: u8) -> usize {
 impl PackedRows {
     /// The largest unsigned weight of its format (see [`Self::unsigned_span`]).
     fn widest(&self) -> u8 {
-        match self.format {
-            Format::Q8_0 => u8::MAX,
-            Format::Nibbles => 15,
-            Format::Fives => 31,
-            Format::Sixes => Q6_K_WIDEST,
+        match self.layout {
+            Layout::Q8_0 { .. } => u8::MAX,
+            Layout::Nibbles { .. } => 15,
+            Layout::Fives { .. } => 31,
+            Layout::Sixes => Q6_K_WIDEST,
         }
     }
 
     /// Inputs a scale and a minimum cover.
     fn span(&self) -> usize {
-        match self.format {
-            Format::Sixes => Q6_K_SPAN,
+        match self.layout {
+            Layout::Sixes => Q6_K_SPAN,
             _ => BLOCK,
         }
     }
@@ -174,26 +174,18 @@ impl PackedRows {
     /// Span `span` of row `row` as unsigned bytes `u` into `weights`; its scale and its
     /// minimum: weight `j` is `scale · u[j] + minimum`.
     fn unsigned_span(&self, row: usize, span: usize, weights: &mut [u8]) -> (f32, f32) {
-        if self.format == Format::Sixes {
-            let spans = SUPER_BLOCK / Q6_K_SPAN;
-            let block = (row * self.columns / SUPER_BLOCK + span / spans) * Q6_K_BLOCK_BYTES;
-            return q6_k_span(
-                &self.weights[block..][..Q6_K_BLOCK_BYTES],
-                span % spans,
-                weights,
-            );
-        }
+        // The span's block, where spans are blocks (every layout but `Sixes`).
         let index = row * self.columns / BLOCK + span;
-        let (scale, minimum) = self.scales.block(index);
-        match self.format {
-            Format::Q8_0 => {
+        match &self.layout {
+            Layout::Q8_0 { scales } => {
                 let signed = &self.weights[index * BLOCK..][..BLOCK];
                 for (weight, &q) in weights.iter_mut().zip(signed) {
                     *weight = q ^ 0x80;
                 }
+                let scale = f16_value(scales[index]);
                 (scale, -128.0 * scale)
             }
-            Format::Nibbles | Format::Fives => {
+            Layout::Nibbles { scales } | Layout::Fives { scales, .. } => {
                 let packed = &self.weights[index * BLOCK / 2..][..BLOCK / 2];
                 let bits = self.fifth_bits(index);
                 for (j, weight) in weights.iter_mut().enumerate() {
@@ -205,9 +197,17 @@ impl PackedRows {
                     };
                     *weight = nibble | u8::from(bits >> j & 1 == 1) << 4;
                 }
-                (scale, minimum)
+                scales.block(index)
             }
-            Format::Sixes => unreachable!("read from its blocks above"),
+            Layout::Sixes => {
+                let spans = SUPER_BLOCK / Q6_K_SPAN;
+                let block = (row * self.columns / SUPER_BLOCK + span / spans) * Q6_K_BLOCK_BYTES;
+                q6_k_span(
+                    &self.weights[block..][..Q6_K_BLOCK_BYTES],
+                    span % spans,
+                    weights,
+                )
+            }
         }
     }
 }
