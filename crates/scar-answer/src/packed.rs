@@ -155,6 +155,16 @@ enum Layout {
     Sixes,
 }
 
+impl Layout {
+    /// Inputs a scale and a minimum cover.
+    fn span(&self) -> usize {
+        match self {
+            Self::Sixes => batched::Q6_K_SPAN,
+            _ => BLOCK,
+        }
+    }
+}
+
 /// A quantized matrix (rows × columns, applied as `x · Wᵀ`) in the layout of our product.
 pub(crate) struct PackedRows {
     kernel: Kernel,
@@ -645,24 +655,22 @@ struct Activations {
     signs: Vec<u8>,
     scales: Vec<f32>,
     /// Each span's block scale times the sum of its bytes, which the weights' minimums
-    /// multiply: `Nibbles` and `Fives` a span a block, `Sixes` a span of 16.
+    /// multiply: a span a block, `Sixes` a span of 16 (`Q8_0`'s minimums are 0: unread).
     span_sums: Vec<f32>,
 }
 
 impl Activations {
     fn quantize(x: &[f32], layout: &Layout, kernel: Kernel) -> Self {
-        let blocks = x.len() / BLOCK;
         let mut quantized = vec![0i8; x.len()];
-        let mut scales = Vec::with_capacity(blocks);
-        for (block, out) in x.chunks_exact(BLOCK).zip(quantized.chunks_exact_mut(BLOCK)) {
-            scales.push(quantize_block(block, out));
-        }
+        let mut scales = vec![0.0; x.len() / BLOCK];
+        let mut span_sums = vec![0.0; x.len() / layout.span()];
+        batched::quantize_row_on(kernel, x, &mut quantized, &mut scales, &mut span_sums);
         let mut activations = Self {
             bytes: Vec::with_capacity(x.len()),
             negative: Vec::new(),
             signs: Vec::new(),
             scales,
-            span_sums: Vec::new(),
+            span_sums,
         };
         match layout {
             Layout::Q8_0 { .. } => {
@@ -692,31 +700,15 @@ impl Activations {
                             .extend(half.iter().map(|q| q.cast_unsigned()));
                     }
                 }
-                activations.span_sums = span_sums(&quantized, BLOCK, &activations.scales);
             }
             Layout::Sixes => {
                 activations
                     .bytes
                     .extend(quantized.iter().map(|q| q.cast_unsigned()));
-                activations.span_sums =
-                    span_sums(&quantized, batched::Q6_K_SPAN, &activations.scales);
             }
         }
         activations
     }
-}
-
-/// Each span of `span` bytes' sum times the scale of the block of 32 it lies in.
-fn span_sums(quantized: &[i8], span: usize, block_scales: &[f32]) -> Vec<f32> {
-    quantized
-        .chunks_exact(span)
-        .enumerate()
-        .map(|(index, bytes)| {
-            // Exact: at most 32 bytes.
-            let sum: f32 = bytes.iter().map(|&q| f32::from(q)).sum();
-            block_scales[index * span / BLOCK] * sum
-        })
-        .collect()
 }
 
 mod x86 {

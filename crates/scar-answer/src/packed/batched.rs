@@ -23,6 +23,7 @@
 use std::sync::Mutex;
 
 use candle_core::Result;
+pub(super) use x86::quantize_row_on;
 
 use super::{BLOCK, Kernel, Layout, PackedRows, SUPER_BLOCK, f16_value, half, quantize_block};
 
@@ -140,14 +141,6 @@ impl PackedRows {
         }
     }
 
-    /// Inputs a scale and a minimum cover.
-    fn span(&self) -> usize {
-        match self.layout {
-            Layout::Sixes => Q6_K_SPAN,
-            _ => BLOCK,
-        }
-    }
-
     /// True where [`Self::product_rows`] runs: every format on AVX-512 VNNI, all but `Q8_0` on
     /// AVX2.
     pub(crate) fn multiplies_rows(&self) -> bool {
@@ -164,7 +157,7 @@ impl PackedRows {
         let panels = Panels::new(
             self.kernel,
             (self.rows, self.columns),
-            self.span(),
+            self.layout.span(),
             self.widest(),
             |row, span, weights| self.unsigned_span(row, span, weights),
         );
@@ -391,7 +384,7 @@ impl Quantized {
             rows,
             |row, bytes, scales, sums| {
                 let values = &x[row * columns..][..columns];
-                x86::quantize_row(kernel, values, bytes, scales, sums);
+                quantize_row_on(kernel, values, bytes, scales, sums);
             },
         );
         quantized
@@ -427,10 +420,10 @@ struct PanelRef<'a> {
     narrow: usize,
 }
 
-/// One row's values quantized per block of 32: the scale maps the largest magnitude to 127,
-/// and each value rounds to the nearest step, as for decoding ([`super::Activations`]); and
-/// each span's share of a block, the scale times the sum of its bytes (`sums` as many as the
-/// row has spans).
+/// One row's values quantized per block of 32, for prompts and for decoding
+/// ([`super::Activations`]): the scale maps the largest magnitude to 127, and each value rounds
+/// to the nearest step; and each span's share of a block, the scale times the sum of its bytes
+/// (`sums` as many as the row has spans).
 // Inlined into its builds for each kernel's instructions.
 #[allow(clippy::inline_always)]
 #[inline(always)]
@@ -454,8 +447,9 @@ mod x86 {
     use super::{BLOCK, GROUP, Kernel, LANES, PanelRef, Q6_K_SPAN, TILE_ROWS, Tile};
 
     /// [`super::quantize_row`] compiled for the kernel's instructions: every row of a prompt is
-    /// quantized for every matrix, and the portable build's rounding is scalar.
-    pub(super) fn quantize_row(
+    /// quantized for every matrix, decoding's row for every matrix a token, and the portable
+    /// build's rounding is scalar.
+    pub(in crate::packed) fn quantize_row_on(
         kernel: Kernel,
         row: &[f32],
         bytes: &mut [i8],
