@@ -336,18 +336,15 @@ impl PackedRows {
     /// Bytes the product reads for the whole matrix: weights, fifth bits and scales.
     #[cfg(test)]
     fn bytes(&self) -> usize {
-        let scales = |scales: &Scales| match scales {
+        let scale_bytes = |scales: &Scales| match scales {
             Scales::Halves { scales, .. } => 2 * scales.len(),
             Scales::HalfPairs(values) => 2 * values.len(),
             Scales::SuperBlocks { units, factors } => 2 * units.len() + 8 * factors.len(),
         };
         let beside = match &self.layout {
             Layout::Q8_0 { scales } => 2 * scales.len(),
-            Layout::Nibbles { scales: apart } => scales(apart),
-            Layout::Fives {
-                scales: apart,
-                fifths,
-            } => scales(apart) + 8 * fifths.len(),
+            Layout::Nibbles { scales } => scale_bytes(scales),
+            Layout::Fives { scales, fifths } => scale_bytes(scales) + 8 * fifths.len(),
             Layout::Sixes => 0,
         };
         self.weights.len() + beside
