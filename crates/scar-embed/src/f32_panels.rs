@@ -13,6 +13,9 @@
 //! a row's floats do not depend on the rows computed with it. They differ from gemm's, which
 //! orders its sums otherwise, by rounding alone.
 
+// Only x86-64 has the kernel for this product (elsewhere `preferred` is false).
+#![cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+
 use std::mem::MaybeUninit;
 
 use candle_core::Tensor;

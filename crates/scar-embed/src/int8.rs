@@ -20,6 +20,8 @@
 //! `q`'s sign) ran `MiniLM` at 0.96 × gemm's f32 (docs/PERFORMANCE.md, "Byte products without
 //! VNNI"), so int8 is offered only where VNNI is.
 
+// Only x86-64 has kernels for this product (elsewhere `Kernel::best` is `None`).
+#![cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 // The quantiser is inlined into its AVX2 build.
 #![allow(clippy::inline_always)]
 
@@ -484,18 +486,20 @@ mod tests {
 
     /// Every kernel this CPU runs (the 512-bit one implies the CPU may also run the 256-bit one).
     fn kernels() -> Vec<Kernel> {
-        let mut kernels = Vec::new();
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::is_x86_feature_detected as has;
+            let mut kernels = Vec::new();
             if has!("avx512f") && has!("avx512bw") && has!("avx512vnni") {
                 kernels.push(Kernel::Avx512Vnni);
             }
             if has!("avx2") && has!("fma") && has!("avxvnni") {
                 kernels.push(Kernel::AvxVnni);
             }
+            kernels
         }
-        kernels
+        #[cfg(not(target_arch = "x86_64"))]
+        Vec::new()
     }
 
     /// Rows of `width` values as the product sees them: quantised block by block, scaled back.

@@ -141,7 +141,12 @@ fn f32_instructions() -> &'static str {
         }
         "SSE"
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    // gemm's kernels for 64-bit ARM are NEON's, which every such CPU has.
+    #[cfg(target_arch = "aarch64")]
+    {
+        "NEON"
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     "this CPU's vector unit"
 }
 
