@@ -56,7 +56,7 @@ struct Args {
     /// cpu, cuda, cuda:N or auto
     #[arg(long, env = "SCAR_DEVICE", default_value = "auto")]
     device: DeviceChoice,
-    /// Embedding precision: auto, f32, bf16 or f16 (GPUs)
+    /// Embedding precision: auto, f32, bf16, int8 or f16
     #[arg(long, env = "SCAR_PRECISION", default_value = "auto")]
     precision: Precision,
     /// Where the indexes of added folders are kept [default: `indexes` in the app's data folder]

@@ -63,7 +63,7 @@ pub struct SettingFlags {
     /// cpu, cuda, cuda:N or auto [env: SCAR_DEVICE] [default: auto]
     #[arg(long, global = true)]
     pub device: Option<DeviceChoice>,
-    /// Embedding precision: auto, f32, bf16 (CPUs with AVX-512 BF16; GPUs), int8 (CPUs with AVX-512 VNNI or AVX-VNNI) or f16 (GPUs) [env: SCAR_PRECISION] [default: auto: bf16 where the CPU has it, f16 on a GPU, else f32]
+    /// Embedding precision: auto, f32, bf16 (CPUs with AVX-512 BF16; GPUs), int8 (CPUs with AVX-512 VNNI or AVX-VNNI) or f16 (GPUs; CPUs with AVX2, FMA and F16C, as f16 weights) [env: SCAR_PRECISION] [default: auto: bf16 where the CPU has it, f16 weights on AVX2 CPUs without AVX-512, f16 on a GPU, else f32]
     #[arg(long, global = true)]
     pub precision: Option<Precision>,
 }

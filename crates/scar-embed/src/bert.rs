@@ -22,7 +22,7 @@ use candle_nn::{Embedding, LayerNorm, VarBuilder};
 use candle_transformers::models::bert::{Config, HiddenAct, PositionEmbeddingType};
 
 use crate::bf16::Bf16Weights;
-use crate::f32_panels::F32Panels;
+use crate::f32_panels::{F16Panels, F32Panels};
 use crate::int8::Int8Weights;
 use crate::kernels::PackedWeight as _;
 use crate::model::Pooling;
@@ -517,6 +517,8 @@ pub(crate) enum Packing {
     Tensors,
     /// In f32 panels for [`crate::f32_panels`]'s product (CPU, f32 tensors).
     F32Panels,
+    /// Rounded to f16 panels for the same product (CPU, f32 tensors).
+    F16Panels,
     /// Rounded to bf16 panels for [`crate::bf16`]'s product (CPU, f32 tensors).
     Bf16,
     /// Quantised to int8 blocks for [`crate::int8`]'s product (CPU, f32 tensors).
@@ -529,6 +531,8 @@ enum Weight {
     Tensor(Tensor),
     /// The same, laid out in f32 panels for the CPU.
     F32Panels(F32Panels),
+    /// The same, rounded to f16 in panels for the CPU.
+    F16Panels(F16Panels),
     /// The same, packed as bf16 for the CPU.
     Bf16(Bf16Weights),
     /// The same, quantised to int8 blocks for the CPU.
@@ -549,6 +553,7 @@ impl Dense {
         let weight = match packing {
             Packing::Tensors => Weight::Tensor(weight),
             Packing::F32Panels => Weight::F32Panels(F32Panels::new(&weight)?),
+            Packing::F16Panels => Weight::F16Panels(F16Panels::new(&weight)?),
             Packing::Bf16 => Weight::Bf16(Bf16Weights::new(&weight)?),
             Packing::Int8 => Weight::Int8(Int8Weights::new(&weight)?),
         };
@@ -561,6 +566,7 @@ impl Dense {
             Weight::Tensor(weight) if uses_cpu_kernels(xs) => linear::linear(xs, weight),
             Weight::Tensor(weight) => xs.matmul(&weight.t()?),
             Weight::F32Panels(weight) => weight.product(xs),
+            Weight::F16Panels(weight) => weight.product(xs),
             Weight::Bf16(weight) => weight.product(xs),
             Weight::Int8(weight) => weight.product(xs),
         }
@@ -706,7 +712,8 @@ mod tests {
         packings
     }
 
-    /// The weights in f32 panels give candle's vectors, but for rounding.
+    /// The weights in f32 panels give candle's vectors, but for rounding; in f16 panels, close
+    /// ones.
     #[test]
     fn panels_embed_as_candles_products_do() {
         if !crate::f32_panels::available() {
@@ -720,11 +727,17 @@ mod tests {
         let texts: [&[u32]; 3] = [&[2, 17, 5, 33, 3], &[2], &[2, 9, 9, 9, 14, 21, 39, 1, 3]];
         let candles = small_bert(DType::F32);
         let panels = small_bert_packed(DType::F32, Packing::F32Panels);
+        let halves = small_bert_packed(DType::F32, Packing::F16Panels);
         for pooling in [Pooling::Cls, Pooling::Mean] {
             let expected = candles.embed(&texts, 0, pooling).unwrap();
             let got = panels.embed(&texts, 0, pooling).unwrap();
             let difference = max_difference(&expected, &got);
             assert!(difference < 1e-5, "{pooling:?}: {difference}");
+            // f16 weights: close to f32's vectors, and not them.
+            let got = halves.embed(&texts, 0, pooling).unwrap();
+            let agreement = cosine(&expected, &got);
+            assert!(agreement > 0.9999, "{pooling:?} in f16: cosine {agreement}");
+            assert!(max_difference(&expected, &got) > 0.0, "{pooling:?} in f16");
         }
     }
 

@@ -12,6 +12,10 @@
 //! Each sum runs over the inputs in order, slice after slice, whatever the rows or threads, so
 //! a row's floats do not depend on the rows computed with it. They differ from gemm's, which
 //! orders its sums otherwise, by rounding alone.
+//!
+//! The panels can hold the weights in f16 instead (`precision f16`), converted to f32 by F16C
+//! as they are loaded: the product reads half the bytes, which is what one question's
+//! embedding waits on, while a batch's speed stays the same (docs/PERFORMANCE.md).
 
 // Only x86-64 has the kernel for this product (elsewhere `preferred` is false).
 #![cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -35,11 +39,12 @@ const SLICE_INPUTS: usize = 384;
 /// core's second-level cache while the panels pass. Fewer rows share the threads evenly.
 const TASK_ROWS: usize = 12 * BLOCK_ROWS;
 
-/// True where the CPU runs this product: it has AVX2 and FMA.
+/// True where the CPU runs this product: it has AVX2, FMA and F16C.
 pub(crate) fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        use std::arch::is_x86_feature_detected as has;
+        has!("avx2") && has!("fma") && has!("f16c")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -62,33 +67,85 @@ pub(crate) fn preferred() -> bool {
     }
 }
 
-/// A weight matrix `[outputs, inputs]` in f32, laid out in panels for [`F32Panels::product`].
+/// A weight matrix `[outputs, inputs]` laid out in panels for [`Panels::product`], its
+/// weights held as `W`: f32, or f16 (half the memory, converted as they are read).
 #[derive(Debug)]
-pub(crate) struct F32Panels {
+pub(crate) struct Panels<W> {
     outputs: usize,
     inputs: usize,
     /// Panel `p`, input `i`, lane `l`: weight `[16p + l, i]` (zero past the matrix), at
     /// `(p · inputs + i) · 16 + l`.
-    panels: Vec<f32>,
+    weights: Vec<W>,
 }
 
-impl F32Panels {
+/// The weights in f32.
+pub(crate) type F32Panels = Panels<f32>;
+/// The weights rounded to f16.
+pub(crate) type F16Panels = Panels<half::f16>;
+
+/// How a panel holds a weight.
+pub(crate) trait PanelWeight: Copy + Default + Send + Sync + 'static {
+    /// The product's name in candle's errors.
+    const NAME: &'static str;
+    /// `value` as the panel holds it (f16: rounded to nearest).
+    fn from_f32(value: f32) -> Self;
+    /// Eight weights from `at`, in f32.
+    ///
+    /// # Safety
+    /// Eight values from `at` are readable, and the CPU has AVX2, FMA and F16C.
+    #[cfg(target_arch = "x86_64")]
+    #[allow(unsafe_code)]
+    unsafe fn load8(at: *const Self) -> std::arch::x86_64::__m256;
+}
+
+impl PanelWeight for f32 {
+    const NAME: &'static str = "f32-panels-product";
+    fn from_f32(value: f32) -> Self {
+        value
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[allow(unsafe_code)]
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn load8(at: *const Self) -> std::arch::x86_64::__m256 {
+        // SAFETY: the caller's promise.
+        unsafe { std::arch::x86_64::_mm256_loadu_ps(at) }
+    }
+}
+
+impl PanelWeight for half::f16 {
+    const NAME: &'static str = "f16-panels-product";
+    fn from_f32(value: f32) -> Self {
+        half::f16::from_f32(value)
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[allow(unsafe_code)]
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn load8(at: *const Self) -> std::arch::x86_64::__m256 {
+        use std::arch::x86_64::{_mm_loadu_si128, _mm256_cvtph_ps};
+        // SAFETY: the caller's promise; f16 is 16 bits, eight of them 128.
+        unsafe { _mm256_cvtph_ps(_mm_loadu_si128(at.cast())) }
+    }
+}
+
+impl<W: PanelWeight> Panels<W> {
     /// Lays `weight` (`[outputs, inputs]` f32, as a linear layer stores it) out in panels.
     /// Call only where [`available`] is true.
     pub(crate) fn new(weight: &Tensor) -> candle_core::Result<Self> {
         let (outputs, inputs) = weight.dims2()?;
         let rows = weight.to_vec2::<f32>()?;
-        let mut panels = vec![0.0; outputs.div_ceil(LANES) * inputs * LANES];
+        let mut weights = vec![W::default(); outputs.div_ceil(LANES) * inputs * LANES];
         for (output, row) in rows.iter().enumerate() {
             let (panel, lane) = (output / LANES, output % LANES);
             for (input, &value) in row.iter().enumerate() {
-                panels[(panel * inputs + input) * LANES + lane] = value;
+                weights[(panel * inputs + input) * LANES + lane] = W::from_f32(value);
             }
         }
         Ok(Self {
             outputs,
             inputs,
-            panels,
+            weights,
         })
     }
 
@@ -143,7 +200,7 @@ impl F32Panels {
         for first_input in (0..self.inputs).step_by(SLICE_INPUTS) {
             let slice_inputs = (self.inputs - first_input).min(SLICE_INPUTS);
             for panel in panels.clone() {
-                let weights = &self.panels[panel * panel_size..][first_input * LANES..]
+                let weights = &self.weights[panel * panel_size..][first_input * LANES..]
                     [..slice_inputs * LANES];
                 let columns = (self.outputs - panel * LANES).min(LANES);
                 for first_row in rows.clone().step_by(BLOCK_ROWS) {
@@ -170,8 +227,8 @@ impl F32Panels {
     }
 }
 
-impl PackedWeight for F32Panels {
-    const NAME: &'static str = "f32-panels-product";
+impl<W: PanelWeight> PackedWeight for Panels<W> {
+    const NAME: &'static str = W::NAME;
 
     fn dims(&self) -> (usize, usize) {
         (self.outputs, self.inputs)
@@ -189,7 +246,7 @@ struct Sums {
     stride: usize,
 }
 
-// SAFETY: the tasks write disjoint values through it (see `F32Panels::task`), and the vector it
+// SAFETY: the tasks write disjoint values through it (see `Panels::task`), and the vector it
 // points into outlives them.
 #[allow(unsafe_code)]
 unsafe impl Send for Sums {}
@@ -224,7 +281,7 @@ struct BlockPlace {
 /// The sums of up to 6 rows of `inputs` (one slice of each row) against one panel's slice of
 /// `weights` (`16` a step), written, or added where `place.add`, at `out`, a row of the product
 /// apart for each row.
-fn block(inputs: &[f32], weights: &[f32], out: *mut f32, place: BlockPlace) {
+fn block<W: PanelWeight>(inputs: &[f32], weights: &[W], out: *mut f32, place: BlockPlace) {
     let steps = weights.len() / LANES;
     assert!((1..=BLOCK_ROWS).contains(&place.rows));
     assert!((1..=LANES).contains(&place.columns));
@@ -232,7 +289,7 @@ fn block(inputs: &[f32], weights: &[f32], out: *mut f32, place: BlockPlace) {
     assert!(inputs.len() >= (place.rows - 1) * place.input_stride + steps);
     #[cfg(target_arch = "x86_64")]
     {
-        // SAFETY: `F32Panels` is built only where `available()` said the CPU has AVX2 and FMA;
+        // SAFETY: `Panels` are built only where `available()` said the CPU has AVX2, FMA and F16C;
         // the slices' lengths were checked above, and the caller gave `out` room for the
         // block's sums.
         #[allow(unsafe_code)]
@@ -243,7 +300,7 @@ fn block(inputs: &[f32], weights: &[f32], out: *mut f32, place: BlockPlace) {
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = (inputs, weights, out, place);
-        unreachable!("F32Panels is built only where `available()` is true")
+        unreachable!("Panels are built only where `available()` is true")
     }
 }
 
@@ -254,12 +311,17 @@ mod x86 {
         _mm256_setzero_ps, _mm256_storeu_ps,
     };
 
-    use super::{BLOCK_ROWS, BlockPlace, LANES};
+    use super::{BLOCK_ROWS, BlockPlace, LANES, PanelWeight};
 
     /// See [`super::block`]; the caller checked the lengths and gave `out` room for the sums.
-    #[target_feature(enable = "avx2,fma")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     #[allow(unsafe_code)]
-    pub(super) unsafe fn block(inputs: &[f32], weights: &[f32], out: *mut f32, place: BlockPlace) {
+    pub(super) unsafe fn block<W: PanelWeight>(
+        inputs: &[f32],
+        weights: &[W],
+        out: *mut f32,
+        place: BlockPlace,
+    ) {
         let steps = weights.len() / LANES;
         // Rows past the block's read the first row again, so the loop keeps one shape; their
         // sums are not stored.
@@ -273,7 +335,7 @@ mod x86 {
         let mut weight = weights.as_ptr();
         for step in 0..steps {
             // SAFETY: `step < steps`: inside `weights` (16 a step) and each row's inputs.
-            let (low, high) = unsafe { (_mm256_loadu_ps(weight), _mm256_loadu_ps(weight.add(8))) };
+            let (low, high) = unsafe { (W::load8(weight), W::load8(weight.add(8))) };
             // SAFETY: as above.
             weight = unsafe { weight.add(LANES) };
             for (sums, row) in sums.iter_mut().zip(&rows) {
@@ -292,7 +354,7 @@ mod x86 {
 
     /// One row's 16 sums at `at`, of which `place.columns` exist; added to what is there where
     /// `place.add`.
-    #[target_feature(enable = "avx2,fma")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     #[allow(unsafe_code)]
     unsafe fn store(sums: &[__m256; 2], at: *mut f32, place: BlockPlace) {
         if place.columns == LANES {
@@ -332,17 +394,17 @@ mod tests {
 
     use candle_core::{Device, Tensor};
 
-    use super::{F32Panels, available};
+    use super::{F32Panels, PanelWeight, Panels, available};
     use crate::kernels::PackedWeight as _;
     use crate::kernels::tests::spread_values;
 
-    /// False, said on stderr, where the CPU lacks AVX2 or FMA: the harness hides what a
+    /// False, said on stderr, where the CPU lacks AVX2, FMA or F16C: the harness hides what a
     /// passing test prints with eprintln! unless run with --nocapture, and a skip should be seen.
     fn runs_here(test: &str) -> bool {
         if !available() {
             let _ = writeln!(
                 std::io::stderr(),
-                "f32_panels::tests::{test} skipped: this CPU has no AVX2 and FMA"
+                "f32_panels::tests::{test} skipped: this CPU has no AVX2, FMA and F16C"
             );
         }
         available()
@@ -355,6 +417,13 @@ mod tests {
         if !runs_here("products_match_f64_sums") {
             return Ok(());
         }
+        matches_f64_sums::<f32>(|w| w)?;
+        // f16 weights: the sums of the weights as rounded, each rounded to nearest.
+        matches_f64_sums::<half::f16>(|w| half::f16::from_f32(w).to_f32())
+    }
+
+    /// [`products_match_f64_sums`] for weights held as `W`, which hold `w` as `rounded(w)`.
+    fn matches_f64_sums<W: PanelWeight>(rounded: fn(f32) -> f32) -> candle_core::Result<()> {
         for (rows, inputs, outputs) in [
             (1, 1, 1),
             (3, 7, 5),
@@ -367,7 +436,8 @@ mod tests {
             let xs = spread_values(rows * inputs, 101);
             let ws = spread_values(outputs * inputs, 97);
             let weight = Tensor::from_vec(ws.clone(), (outputs, inputs), &Device::Cpu)?;
-            let got = F32Panels::new(&weight)?.product_rows(&xs, rows);
+            let got = Panels::<W>::new(&weight)?.product_rows(&xs, rows);
+            let ws: Vec<f32> = ws.into_iter().map(rounded).collect();
             assert_eq!(got.len(), rows * outputs);
             for (row, sums) in got.chunks_exact(outputs).enumerate() {
                 for (output, &sum) in sums.iter().enumerate() {
@@ -398,6 +468,11 @@ mod tests {
         if !runs_here("rows_do_not_depend_on_their_batch") {
             return Ok(());
         }
+        independent_of_the_batch::<f32>()?;
+        independent_of_the_batch::<half::f16>()
+    }
+
+    fn independent_of_the_batch<W: PanelWeight>() -> candle_core::Result<()> {
         let (rows, inputs, outputs) = (100, 800, 72);
         let xs = spread_values(rows * inputs, 101);
         let weight = Tensor::from_vec(
@@ -405,7 +480,7 @@ mod tests {
             (outputs, inputs),
             &Device::Cpu,
         )?;
-        let panels = F32Panels::new(&weight)?;
+        let panels = Panels::<W>::new(&weight)?;
         let whole = panels.product_rows(&xs, rows);
         for (first, count) in [(0, 1), (37, 1), (5, 7), (61, 39)] {
             let part = panels.product_rows(&xs[first * inputs..][..count * inputs], count);

@@ -12,8 +12,10 @@ use crate::{EmbedError, Result};
 pub enum Precision {
     /// f16 on a GPU; on a CPU the fastest measured that passed the gate of docs/PERFORMANCE.md
     /// (vectors at a cosine of 0.999 to f32's, retrieval recall within half a point): bf16 where
-    /// it has AVX-512 BF16 (on AMX tiles where it has them), else f32. int8 is not chosen: on
-    /// the one CPU with both measured it was slower than bf16 (docs/PERFORMANCE.md).
+    /// it has AVX-512 BF16 (on AMX tiles where it has them), f16 weights where the f32 product is
+    /// our AVX2 one (AVX2, FMA and F16C without AVX-512: as fast on batches, faster on one
+    /// question, half the memory), else f32. int8 is not chosen: on the one CPU with both
+    /// measured it was slower than bf16 (docs/PERFORMANCE.md).
     #[default]
     Auto,
     /// Single precision throughout.
@@ -24,7 +26,8 @@ pub enum Precision {
     /// The linear layers' weights and inputs as int8 in blocks of 32, each block with an f32
     /// scale, sums exact within a block and f32 across; CPUs with AVX-512 VNNI or AVX-VNNI only.
     Int8,
-    /// Half precision; GPU only.
+    /// Half precision: on a GPU every tensor; on a CPU with AVX2, FMA and F16C the linear
+    /// layers' weights rounded to f16 (half the memory), their inputs and every sum in f32.
     F16,
 }
 
@@ -74,7 +77,9 @@ impl Precision {
             Self::Int8 if !crate::int8::available() => Err(unavailable(
                 "this CPU has neither AVX-512 VNNI nor AVX-VNNI; use f32",
             )),
-            Self::F16 if device.is_cpu() => Err(unavailable("f16 runs on a GPU only; use f32")),
+            Self::F16 if device.is_cpu() && !crate::f32_panels::available() => Err(unavailable(
+                "f16 on a CPU needs AVX2, FMA and F16C; use f32",
+            )),
             Self::F32 | Self::Bf16 | Self::Int8 | Self::F16 => Ok(self),
         }
     }
@@ -83,6 +88,8 @@ impl Precision {
     fn fastest_on_this_cpu() -> Self {
         if crate::bf16::available() {
             Self::Bf16
+        } else if crate::f32_panels::preferred() {
+            Self::F16
         } else {
             Self::F32
         }
@@ -100,6 +107,7 @@ impl Precision {
             Self::Bf16 if crate::bf16::tiles_available() => "AMX tiles",
             Self::Bf16 => "AVX-512 BF16",
             Self::Int8 => crate::int8::Kernel::best().map_or("", crate::int8::Kernel::name),
+            Self::F16 => "AVX2, FMA and F16C",
             _ => f32_instructions(),
         };
         format!("{self} on {instructions}{}", crate::cpu::cap_note())
@@ -111,6 +119,7 @@ impl Precision {
             Self::Bf16 if device.is_cpu() => Packing::Bf16,
             Self::Int8 => Packing::Int8,
             Self::F32 if device.is_cpu() && crate::f32_panels::preferred() => Packing::F32Panels,
+            Self::F16 if device.is_cpu() => Packing::F16Panels,
             _ => Packing::Tensors,
         }
     }
@@ -119,7 +128,7 @@ impl Precision {
     /// on a CPU the tensors stay f32 and bf16 lives in the packed weights.
     pub(crate) fn dtype(self, device: &Device) -> DType {
         match self {
-            Self::Bf16 if device.is_cpu() => DType::F32,
+            Self::Bf16 | Self::F16 if device.is_cpu() => DType::F32,
             Self::Bf16 => DType::BF16,
             Self::F16 => DType::F16,
             Self::F32 | Self::Int8 | Self::Auto => DType::F32,
@@ -180,6 +189,8 @@ mod tests {
         let cpu = Device::Cpu;
         let fastest = if crate::bf16::available() {
             Precision::Bf16
+        } else if crate::f32_panels::preferred() {
+            Precision::F16
         } else {
             Precision::F32
         };
@@ -192,11 +203,12 @@ mod tests {
                 .starts_with(&format!("{fastest} on "))
         );
         assert_eq!(Precision::F32.on(&cpu).unwrap(), Precision::F32);
-        assert!(matches!(
-            Precision::F16.on(&cpu),
-            Err(EmbedError::PrecisionUnavailable { .. })
-        ));
+        assert_eq!(
+            Precision::F16.on(&cpu).is_ok(),
+            crate::f32_panels::available()
+        );
         assert_eq!(Precision::Bf16.on(&cpu).is_ok(), crate::bf16::available());
         assert_eq!(Precision::Bf16.dtype(&cpu), DType::F32);
+        assert_eq!(Precision::F16.dtype(&cpu), DType::F32);
     }
 }

@@ -1,4 +1,4 @@
-//! The bf16 and int8 CPU modes against f32, on a real model.
+//! The bf16, int8 and f16 CPU modes against f32, on a real model.
 
 use std::io::Write as _;
 
@@ -68,7 +68,6 @@ fn int8_vectors_agree_with_f32() {
 }
 
 #[test]
-fn f16_on_the_cpu_is_a_clear_error() {
-    let error = load(Precision::F16).unwrap_err();
-    assert!(error.to_string().contains("GPU only"), "{error}");
+fn f16_vectors_agree_with_f32() {
+    agrees_with_f32(Precision::F16, "AVX2, FMA and F16C");
 }
