@@ -66,13 +66,9 @@ fn a_precision_the_cpu_cannot_run_is_refused_before_the_index_is_touched() {
     let index = dir.path().join("index");
     let docs = workspace().join("assets/example");
     // Capped at the AVX2 class, no CPU runs bf16.
-    let capped = |index: &std::path::Path| {
-        let mut command = scar(index);
-        command.env("SCAR_MAX_CPU_ISA", "avx2");
-        command
-    };
     fails_with(
-        capped(&index)
+        scar(&index)
+            .env("SCAR_MAX_CPU_ISA", "avx2")
             .args(["--precision", "bf16", "index"])
             .arg(&docs),
         "this CPU has no AVX-512 BF16 instructions; use f32",
@@ -82,7 +78,12 @@ fn a_precision_the_cpu_cannot_run_is_refused_before_the_index_is_touched() {
         .args(["--precision", "f32", "index"])
         .arg(&docs));
     fails_with(
-        capped(&index).args(["--precision", "bf16", "search", "kayak"]),
+        scar(&index).env("SCAR_MAX_CPU_ISA", "avx2").args([
+            "--precision",
+            "bf16",
+            "search",
+            "kayak",
+        ]),
         "precision bf16 is not available",
     );
 }

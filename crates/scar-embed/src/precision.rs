@@ -125,7 +125,7 @@ impl Precision {
     }
 
     /// The dtype of the model's tensors on `device` for a precision returned by [`Self::on`]:
-    /// on a CPU the tensors stay f32 and bf16 lives in the packed weights.
+    /// on a CPU the tensors stay f32 and bf16 or f16 lives in the packed weights.
     pub(crate) fn dtype(self, device: &Device) -> DType {
         match self {
             Self::Bf16 | Self::F16 if device.is_cpu() => DType::F32,
