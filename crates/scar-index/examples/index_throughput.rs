@@ -3,8 +3,8 @@
 //! Indexes a folder into a fresh temporary index (load, chunk, embed, store, commit), then embeds
 //! the very same chunk texts again with nothing around it. Prints both throughputs, their ratio
 //! (target ≥ 0.9: indexing should be bound by the model), the peak resident memory of the
-//! indexing phase, and the index's bytes on disk per chunk. The model runs on the CPU in the
-//! default precision (bf16 where the CPU has it).
+//! indexing phase, and the index's bytes on disk per chunk, with the CPU's model, what the model
+//! computes in on it (`auto`'s choice) and the load average before the run.
 //!
 //! Usage: `index_throughput MODEL_DIR FOLDER`
 
@@ -28,6 +28,16 @@ fn peak_rss_mib() -> f64 {
         .map_or(f64::NAN, |kib| kib / 1024.0)
 }
 
+/// The CPU's model name, as /proc/cpuinfo gives it (Linux).
+fn cpu_model() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    cpuinfo
+        .lines()
+        .find_map(|line| line.strip_prefix("model name"))
+        .map_or("unknown", |rest| rest.trim_start_matches([' ', '\t', ':']))
+        .to_string()
+}
+
 fn folder_bytes(dir: &std::path::Path) -> u64 {
     std::fs::read_dir(dir)
         .into_iter()
@@ -49,6 +59,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let [_, model_dir, folder] = args.as_slice() else {
         return Err("usage: index_throughput MODEL_DIR FOLDER".into());
     };
+    let load_average = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let files = ModelFiles::from_dir(model_dir.as_str(), model_dir)?;
     let embedder = Embedder::load(
         &files,
@@ -94,6 +105,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "index_bytes": bytes, "index_bytes_per_chunk": bytes as f64 / texts.len() as f64,
         "dimension": index.manifest().model.dimension,
         "precision": embedder.precision().to_string(),
+        "compute": embedder.compute(),
+        "cpu": cpu_model(),
+        "load_average_before": load_average.split_whitespace().next().unwrap_or("unknown"),
     });
     println!("{}", serde_json::to_string_pretty(&json)?);
     Ok(())
