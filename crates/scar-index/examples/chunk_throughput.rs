@@ -11,6 +11,9 @@ use std::time::Instant;
 use scar_embed::ModelFiles;
 use scar_index::{Chunker, ChunkerConfig, Format, LoadedDocument};
 
+#[path = "shared/machine.rs"]
+mod machine;
+
 const MB: usize = 1_000_000;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -35,18 +38,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         text
     };
-    let cpu = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = cpu
-        .lines()
-        .find_map(|line| line.strip_prefix("model name"))
-        .map_or("unknown", |rest| rest.trim_start_matches([' ', '\t', ':']));
-    println!("cpu: {model}");
-    println!(
-        "load average: {}",
-        std::fs::read_to_string("/proc/loadavg")
-            .unwrap_or_default()
-            .trim()
-    );
+    println!("cpu: {}", machine::cpu_model());
+    println!("load average: {}", machine::load_average());
     println!("{:>6} {:>9} {:>8} {:>8}", "MB", "chunks", "seconds", "MB/s");
     for megabytes in [1, 4, 16, 40] {
         let mut text = String::with_capacity(megabytes * MB + prose.len());

@@ -14,6 +14,9 @@ use std::time::Instant;
 use scar_embed::{DeviceChoice, EmbedOptions, Embedder, ModelFiles};
 use scar_index::{Index, IndexOptions, index_paths};
 
+#[path = "shared/machine.rs"]
+mod machine;
+
 // The same allocator as the `scar` binary (see its main.rs for why).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -26,16 +29,6 @@ fn peak_rss_mib() -> f64 {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or(f64::NAN, |kib| kib / 1024.0)
-}
-
-/// The CPU's model name, as /proc/cpuinfo gives it (Linux).
-fn cpu_model() -> String {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    cpuinfo
-        .lines()
-        .find_map(|line| line.strip_prefix("model name"))
-        .map_or("unknown", |rest| rest.trim_start_matches([' ', '\t', ':']))
-        .to_string()
 }
 
 fn folder_bytes(dir: &std::path::Path) -> u64 {
@@ -59,7 +52,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let [_, model_dir, folder] = args.as_slice() else {
         return Err("usage: index_throughput MODEL_DIR FOLDER".into());
     };
-    let load_average = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load_average = machine::load_average();
     let files = ModelFiles::from_dir(model_dir.as_str(), model_dir)?;
     let embedder = Embedder::load(
         &files,
@@ -106,8 +99,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "dimension": index.manifest().model.dimension,
         "precision": embedder.precision().to_string(),
         "compute": embedder.compute(),
-        "cpu": cpu_model(),
-        "load_average_before": load_average.split_whitespace().next().unwrap_or("unknown"),
+        "cpu": machine::cpu_model(),
+        "load_average_before": load_average,
     });
     println!("{}", serde_json::to_string_pretty(&json)?);
     Ok(())
