@@ -6,11 +6,16 @@
 //! buffer of its own, the soft cap and a vectorised softmax on each row's visible keys, then
 //! `P·V`. Keys and values are read where the cache keeps them (gemm takes any row stride), so
 //! nothing is copied; query head `h` reads key-value head `h / (heads / key-value heads)`.
+//! Decoding's one new position takes a kernel of its own (`decoding.rs`).
+
+mod decoding;
 
 use std::sync::Mutex;
 
 use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Tensor};
 use gemm::Parallelism;
+
+use decoding::{OnePosition, Sizes};
 
 /// Queries one task takes: for prompts of a few thousand tokens, their scores against every
 /// key they may see stay in the core's cache.
@@ -32,6 +37,15 @@ impl Causal {
     fn first_key(self, query: usize) -> usize {
         self.window
             .map_or(0, |window| (query + 1).saturating_sub(window))
+    }
+
+    /// Applies the soft cap, if any, to a row of scores.
+    fn soften(self, scores: &mut [f32]) {
+        if let Some(cap) = self.softcap {
+            for score in scores {
+                *score = cap * (*score / cap).tanh();
+            }
+        }
     }
 }
 
@@ -127,6 +141,19 @@ impl CustomOp3 for Causal {
             Strided::new(k_storage, k_layout)?,
             Strided::new(v_storage, v_layout)?,
         );
+        if length == 1
+            && let Some(kernel) = OnePosition::for_this_cpu(dim)
+        {
+            let sizes = Sizes {
+                batch,
+                heads,
+                kv_heads,
+                keys,
+                dim,
+            };
+            let out = kernel.attend(*self, (&q, &k, &v), sizes);
+            return Ok((CpuStorage::F32(out), Shape::from((batch, heads, 1, dim))));
+        }
         let past = keys - length;
         let blocks = length.div_ceil(QUERY_BLOCK);
         let mut out = vec![0f32; batch * heads * length * dim];
@@ -237,11 +264,7 @@ impl QueryBlock<'_> {
             row[..visible.start].fill(0.0);
             row[visible.end..].fill(0.0);
             let row = &mut row[visible];
-            if let Some(cap) = causal.softcap {
-                for score in row.iter_mut() {
-                    *score = cap * (*score / cap).tanh();
-                }
-            }
+            causal.soften(row);
             scar_embed::softmax_rows(row, row.len());
         }
         // SAFETY: probabilities are `scores[i · seen + j]`, values `values[j · stride + d]`

@@ -635,6 +635,38 @@ mod tests {
         }
     }
 
+    /// One new position, as decoding gives it, where a key-value head's query heads go through
+    /// its cache together: equal to the tensors' attention for heads of 32 to 256 values,
+    /// groups of one to seven heads (split across tasks or not), key counts that are not whole
+    /// blocks, and keys read in place from a larger cache, with a window and a soft cap.
+    #[test]
+    fn one_position_equals_attention_through_tensors() {
+        for (heads, kv_heads, dim) in [(14, 2, 64), (4, 1, 256), (3, 3, 32)] {
+            for (keys, window, softcap) in [
+                (1, None, None),
+                (13, None, Some(1.5)),
+                (77, None, None),
+                (1_000, Some(300), None),
+            ] {
+                let q = random((1, heads, 1, dim), 7);
+                let room = |seed| {
+                    random((1, kv_heads, keys + 9, dim), seed)
+                        .narrow(2, 0, keys)
+                        .unwrap()
+                };
+                let (k, v) = (room(8), room(9));
+                let ours = attend(&q, &k, &v, 0.125, softcap, window).unwrap();
+                let reference = attend_with_tensors(&q, &k, &v, 0.125, softcap, window).unwrap();
+                assert_eq!(ours.dims(), [1, heads, 1, dim]);
+                let difference = max_difference(&ours, &reference);
+                assert!(
+                    difference < 1e-5,
+                    "{heads} heads of {dim} over {keys} keys: {difference}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn the_cache_returns_every_position_across_growth_and_restarts() {
         let mut cache = KvCache::default();

@@ -54,6 +54,13 @@ pub fn softmax_rows(rows: &mut [f32], width: usize) {
     }
 }
 
+/// Softmax of `xs` in place, as [`softmax_rows`] takes a row; returns what it divided by as a
+/// logarithm, `log Σ exp(x)` over the values given, by which softmaxes of a row's parts merge
+/// into the row's.
+pub fn softmax_in_place(xs: &mut [f32]) -> f32 {
+    crate::cpu::arch().dispatch(SoftmaxRow { xs })
+}
+
 /// The activation of a gated feed-forward layer, which multiplies `act(gate)` by `up`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Gate {
@@ -370,22 +377,23 @@ fn lane_sum(xs: &[f32], f: impl Fn(f32) -> f32) -> f32 {
     chunks.remainder().iter().map(|&x| f(x)).sum::<f32>() + sums.iter().sum::<f32>()
 }
 
-/// `softmax(xs)` in place.
+/// `softmax(xs)` in place, returning `log Σ exp(x)`.
 struct SoftmaxRow<'a> {
     xs: &'a mut [f32],
 }
 
 impl pulp::WithSimd for SoftmaxRow<'_> {
-    type Output = ();
+    type Output = f32;
 
     #[inline(always)]
-    fn with_simd<S: pulp::Simd>(self, _: S) {
-        softmax_row(self.xs);
+    fn with_simd<S: pulp::Simd>(self, _: S) -> f32 {
+        softmax_row(self.xs)
     }
 }
 
+/// `softmax(xs)` in place; returns `log Σ exp(x)`.
 #[inline(always)]
-fn softmax_row(xs: &mut [f32]) {
+fn softmax_row(xs: &mut [f32]) -> f32 {
     let max = xs.iter().fold(f32::NEG_INFINITY, |m, &x| m.max(x));
     // Lanes of partial sums, so that the sum vectorises (float addition is not reordered).
     let mut sums = [0.0f32; 16];
@@ -406,6 +414,7 @@ fn softmax_row(xs: &mut [f32]) {
     for x in xs {
         *x *= inverse;
     }
+    max + total.ln()
 }
 
 /// 1.5 · 2^23: adding and removing it rounds to the nearest integer, and the integer stays in
@@ -621,5 +630,29 @@ pub(crate) mod tests {
         let ours = Tensor::from_vec(ours, (rows, width), &Device::Cpu).unwrap();
         let difference = max_difference(&ours, &expected);
         assert!(difference < 1e-6, "{difference}");
+    }
+
+    #[test]
+    fn a_softmax_returns_its_log_sum_of_exponentials() {
+        let xs: Vec<f32> = samples().into_iter().map(|x| x * 3.0 + 40.0).collect();
+        let exact = {
+            let max = xs
+                .iter()
+                .fold(f64::NEG_INFINITY, |m, &x| m.max(f64::from(x)));
+            max + xs
+                .iter()
+                .map(|&x| (f64::from(x) - max).exp())
+                .sum::<f64>()
+                .ln()
+        };
+        let mut rows = xs.clone();
+        softmax_rows(&mut rows, xs.len());
+        let mut ours = xs.clone();
+        let log_sum = softmax_in_place(&mut ours);
+        assert_eq!(ours, rows);
+        assert!(
+            (f64::from(log_sum) - exact).abs() < 1e-5 * exact.abs(),
+            "{log_sum} against {exact}"
+        );
     }
 }

@@ -41,7 +41,7 @@ pub use device::DeviceChoice;
 pub use embedder::{EmbedOptions, EmbedProgress, Embedder, Embeddings, ModelInfo};
 pub use error::{EmbedError, Result};
 // Shared with the chat models' attention.
-pub use kernels::{Gate, gate_in_place, softmax_rows};
+pub use kernels::{Gate, gate_in_place, softmax_in_place, softmax_rows};
 pub use model::{
     DEFAULT_MODEL, KNOWN_MODELS, KnownModel, ModelFiles, ModelLocator, Pooling, known_model,
 };
