@@ -602,12 +602,33 @@ mod tests {
         assert!(max_difference(&ours, &reference) < 1e-6);
     }
 
+    /// How far `attend` is from the tensors' attention for `length` new positions after `past`,
+    /// the keys read in place from a cache whose room is longer than them; checks the shape.
+    fn difference_from_tensors(
+        (heads, kv_heads, dim): (usize, usize, usize),
+        (length, past): (usize, usize),
+        window: Option<usize>,
+        softcap: Option<f64>,
+    ) -> f32 {
+        let keys = past + length;
+        let q = random((1, heads, length, dim), 4);
+        let room = |seed| {
+            random((1, kv_heads, keys + 7, dim), seed)
+                .narrow(2, 0, keys)
+                .unwrap()
+        };
+        let (k, v) = (room(5), room(6));
+        let ours = attend(&q, &k, &v, 0.25, softcap, window).unwrap();
+        let reference = attend_with_tensors(&q, &k, &v, 0.25, softcap, window).unwrap();
+        assert_eq!(ours.dims(), [1, heads, length, dim]);
+        max_difference(&ours, &reference)
+    }
+
     /// Block by block on the CPU, attention equals the tensors' over every shape the decoders
     /// give it: prompts longer than a block, after earlier positions, with and without a
     /// window and a soft cap, one new token, and keys read in place from a larger cache.
     #[test]
     fn attention_by_blocks_equals_attention_through_tensors() {
-        let (heads, kv_heads, dim) = (6, 2, 16);
         for (length, past, window, softcap) in [
             (70, 0, None, None),
             (70, 5, Some(20), Some(2.0)),
@@ -615,19 +636,7 @@ mod tests {
             (1, 90, Some(20), None),
             (1, 0, None, Some(1.5)),
         ] {
-            let keys = past + length;
-            let q = random((1, heads, length, dim), 4);
-            // The cache's room is longer than the keys: they are read where it keeps them.
-            let room = |seed| {
-                random((1, kv_heads, keys + 7, dim), seed)
-                    .narrow(2, 0, keys)
-                    .unwrap()
-            };
-            let (k, v) = (room(5), room(6));
-            let ours = attend(&q, &k, &v, 0.25, softcap, window).unwrap();
-            let reference = attend_with_tensors(&q, &k, &v, 0.25, softcap, window).unwrap();
-            assert_eq!(ours.dims(), [1, heads, length, dim]);
-            let difference = max_difference(&ours, &reference);
+            let difference = difference_from_tensors((6, 2, 16), (length, past), window, softcap);
             assert!(
                 difference < 1e-5,
                 "{length} after {past}, window {window:?}: {difference}"
@@ -641,27 +650,17 @@ mod tests {
     /// blocks, and keys read in place from a larger cache, with a window and a soft cap.
     #[test]
     fn one_position_equals_attention_through_tensors() {
-        for (heads, kv_heads, dim) in [(14, 2, 64), (4, 1, 256), (3, 3, 32)] {
+        for heads in [(14, 2, 64), (4, 1, 256), (3, 3, 32)] {
             for (keys, window, softcap) in [
                 (1, None, None),
                 (13, None, Some(1.5)),
                 (77, None, None),
                 (1_000, Some(300), None),
             ] {
-                let q = random((1, heads, 1, dim), 7);
-                let room = |seed| {
-                    random((1, kv_heads, keys + 9, dim), seed)
-                        .narrow(2, 0, keys)
-                        .unwrap()
-                };
-                let (k, v) = (room(8), room(9));
-                let ours = attend(&q, &k, &v, 0.125, softcap, window).unwrap();
-                let reference = attend_with_tensors(&q, &k, &v, 0.125, softcap, window).unwrap();
-                assert_eq!(ours.dims(), [1, heads, 1, dim]);
-                let difference = max_difference(&ours, &reference);
+                let difference = difference_from_tensors(heads, (1, keys - 1), window, softcap);
                 assert!(
                     difference < 1e-5,
-                    "{heads} heads of {dim} over {keys} keys: {difference}"
+                    "{heads:?} (heads, key-value heads, values) over {keys} keys: {difference}"
                 );
             }
         }

@@ -122,14 +122,15 @@ impl OnePosition {
             for (head, out) in out.chunks_exact_mut(dim).enumerate() {
                 let log_sum = |part: usize| log_sums[(pair * parts + part) * group + head];
                 let largest = (0..parts).map(log_sum).fold(f32::NEG_INFINITY, f32::max);
-                let shares: Vec<f32> = (0..parts)
+                let exponentials: Vec<f32> = (0..parts)
                     .map(|part| (log_sum(part) - largest).exp())
                     .collect();
-                let total: f32 = shares.iter().sum();
-                for (part, share) in shares.iter().enumerate() {
+                let total: f32 = exponentials.iter().sum();
+                for (part, exponential) in exponentials.iter().enumerate() {
+                    let share = exponential / total;
                     let context = &contexts[((pair * parts + part) * group + head) * dim..][..dim];
                     for (out, value) in out.iter_mut().zip(context) {
-                        *out += share / total * value;
+                        *out += share * value;
                     }
                 }
             }
